@@ -1,0 +1,52 @@
+"""Writes to heartbeats. A heartbeat that cannot be written never fails the
+run it reports (F-60)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.db.models import F
+
+from runs.models import Run, RunStatus
+
+from .models import Heartbeat
+
+log = logging.getLogger("takt.heartbeats")
+
+REPORTED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
+
+
+def record_run_heartbeat(run: Run) -> Heartbeat | None:
+    """Fold a finished run into its job's heartbeat (created by the first
+    report). Skipped and cancelled runs are not reports. Returns None when
+    nothing was written."""
+    if run.status not in REPORTED_STATUSES:
+        return None
+    failed = run.status != RunStatus.SUCCEEDED
+    changes = {
+        "name": run.job.name,
+        "last_run_at": run.finished_at,
+        "last_status": run.status,
+        "last_result": (run.message or str(run.result or ""))[:2000],
+        "last_run_id": run.pk,
+        "deadline_s": run.job.heartbeat_deadline_s,
+        "run_count": F("run_count") + 1,
+        "failure_count": F("failure_count") + (1 if failed else 0),
+    }
+    if not failed:
+        changes["last_success_at"] = run.finished_at
+    try:
+        with transaction.atomic():
+            updated = Heartbeat.objects.filter(job_id=run.job_id).update(**changes)
+            if not updated:
+                Heartbeat.objects.create(
+                    job_id=run.job_id,
+                    **{k: v for k, v in changes.items() if k not in ("run_count", "failure_count")},
+                    run_count=1,
+                    failure_count=1 if failed else 0,
+                )
+        return Heartbeat.objects.filter(job_id=run.job_id).first()
+    except Exception:
+        log.exception("writing the heartbeat of run %s failed", run.pk)
+    return None

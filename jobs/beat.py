@@ -1,0 +1,56 @@
+"""Takt's Celery beat scheduler: ``celery beat -S jobs.beat:TaktScheduler``.
+
+Each tick claims due triggers in batches (runs.dispatch), publishes the runs
+after their transaction commits, and sends whatever the outbox still holds.
+Then it sleeps until the next fire time, at most TAKT_POLL_SECONDS. Any
+number of beats may run at once; the database decides which one dispatches
+each fire time. Celery's own ``beat_schedule`` entries are not run here:
+Takt's jobs are the schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.beat import Scheduler
+from django.conf import settings
+
+log = logging.getLogger("takt.beat")
+
+MIN_SLEEP_S = 0.02
+
+
+class TaktScheduler(Scheduler):
+    def setup_schedule(self) -> None:
+        self.data: dict[str, Any] = {}
+
+    def install_default_entries(self, data: Any) -> None:
+        return None
+
+    @property
+    def schedule(self) -> dict[str, Any]:
+        return self.data
+
+    @property
+    def info(self) -> str:
+        state = "on" if settings.TAKT_SCHEDULER_ENABLED else "OFF (TAKT_SCHEDULER_ENABLED=false)"
+        return f"    . takt: poll {settings.TAKT_POLL_SECONDS:g} s, scheduling {state}"
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        """One pass; returns the seconds to sleep before the next one."""
+        from django.db import close_old_connections, connection
+        from django.utils import timezone
+
+        from .ticks import run_tick
+
+        poll = float(settings.TAKT_POLL_SECONDS)
+        close_old_connections()
+        try:
+            return max(MIN_SLEEP_S, min(poll, run_tick(now=timezone.now())))
+        except Exception:
+            # A database or broker outage must not kill the beat: log, drop
+            # the connection, and try again after one poll.
+            log.exception("beat tick failed; retrying in %.1f s", poll)
+            connection.close()
+            return poll

@@ -1,0 +1,20 @@
+"""Exceptions that callers of Takt's Python API may catch (F-40)."""
+
+from __future__ import annotations
+
+
+class TaktError(Exception):
+    """Base class of every error Takt raises on purpose."""
+
+
+class JobNotFound(TaktError, LookupError):
+    """No job has this id."""
+
+
+class InvalidInput(TaktError, ValueError):
+    """A value was refused; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

@@ -1,0 +1,172 @@
+"""Job (what runs) and Trigger (when). Thin: rules live in triggers.py,
+scheduling.py and services.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone as dj_timezone
+
+from .policies import (
+    ApiTriggerPermission,
+    IntervalAnchorChoice,
+    JobKind,
+    MissedRunPolicy,
+    OverlapPolicy,
+    TimeoutAction,
+    TriggerKind,
+)
+
+
+def default_timeout_s() -> int:
+    return int(settings.TAKT_DEFAULT_TIMEOUT)
+
+
+class Job(models.Model):
+    """A unit of work and its policies (F-01). Addressed by its id; names need
+    not be unique."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    enabled = models.BooleanField(default=True)
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.CALLABLE)
+    target = models.CharField(
+        max_length=255,
+        help_text="For a callable: the name it was registered under with @takt_job, or a Celery task name.",
+    )
+    params = models.JSONField(default=dict, blank=True, help_text="Keyword arguments (a JSON object).")
+    priority = models.PositiveSmallIntegerField(
+        default=5,
+        validators=[MinValueValidator(0), MaxValueValidator(9)],
+        help_text="0 runs first, 9 last.",
+    )
+    queue = models.CharField(max_length=100, default="takt")
+    timeout_s = models.PositiveIntegerField(
+        "timeout (seconds)",
+        default=default_timeout_s,
+        validators=[MinValueValidator(1), MaxValueValidator(7 * 86400)],
+    )
+    timeout_action = models.CharField(
+        max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.STOP
+    )
+    overlap_policy = models.CharField(
+        max_length=16, choices=OverlapPolicy.choices, default=OverlapPolicy.SKIP
+    )
+    missed_run_policy = models.CharField(
+        max_length=16, choices=MissedRunPolicy.choices, default=MissedRunPolicy.RUN_ONCE
+    )
+    max_retries = models.PositiveSmallIntegerField(default=0)
+    concurrency_group = models.CharField(max_length=100, blank=True)
+    heartbeat_deadline_s = models.PositiveIntegerField(
+        "heartbeat deadline (seconds)", null=True, blank=True
+    )
+    notify = models.JSONField(default=dict, blank=True)
+    api_trigger_permission = models.CharField(
+        max_length=16, choices=ApiTriggerPermission.choices, default=ApiTriggerPermission.OFF
+    )
+    owner = models.CharField(max_length=200, blank=True)
+    notes = models.TextField(blank=True)
+    code_managed = models.BooleanField(default=False, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})" if self.pk else self.name
+
+    def clean(self) -> None:
+        from .services import validate_job
+
+        validate_job(self)
+
+    @property
+    def timeout(self) -> timedelta:
+        return timedelta(seconds=self.timeout_s)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        from .services import sync_trigger_activity
+
+        sync_trigger_activity([self.pk], self.enabled)
+
+
+BEAT_OWNED = frozenset({"next_run_at", "last_fired_at", "missed_count"})
+
+
+class Trigger(models.Model):
+    """When a job runs (F-10..F-13). `next_run_at` is the next fire time in
+    UTC; `active` mirrors "the job and this trigger are enabled", kept by
+    jobs.services so that the beat's claim query reads one indexed range and
+    never scans disabled or idle jobs."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="triggers")
+    kind = models.CharField(max_length=16, choices=TriggerKind.choices, default=TriggerKind.CRON)
+    enabled = models.BooleanField(default=True)
+    cron_expression = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="5 fields (minute hour day month weekday), or 6 with seconds first.",
+    )
+    timezone = models.CharField(
+        max_length=64, blank=True, help_text="IANA zone, e.g. Europe/Berlin. Default: the server's."
+    )
+    interval_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="1 s to 30 days.")
+    interval_anchor = models.CharField(
+        max_length=16, choices=IntervalAnchorChoice.choices, default=IntervalAnchorChoice.FROM_ENQUEUE
+    )
+    start_at = models.DateTimeField(null=True, blank=True, help_text="Interval: first fire time.")
+    run_at = models.DateTimeField(null=True, blank=True, help_text="Once: the date and time to run.")
+    next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
+    active = models.BooleanField(default=False, editable=False)
+    last_fired_at = models.DateTimeField(null=True, blank=True, editable=False)
+    missed_count = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # The beat's only hot query: due, active triggers in time order.
+            models.Index(
+                fields=["next_run_at"], condition=Q(active=True), name="trigger_due_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        from .services import trigger_description
+
+        return trigger_description(self)
+
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any) -> Trigger:
+        instance = super().from_db(db, field_names, values)
+        # Remember the stored schedule so that a save can tell whether it changed.
+        instance._loaded_values = dict(zip(field_names, values, strict=True))
+        return instance
+
+    def clean(self) -> None:
+        from .services import validate_trigger
+
+        validate_trigger(self, now=dj_timezone.now())
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Compute next_run_at and `active` from the schedule fields; see
+        jobs.services.apply_schedule."""
+        from .services import apply_schedule, schedule_changed
+
+        if self.pk is not None and kwargs.get("update_fields") is None and not schedule_changed(self):
+            # Leave the beat-owned fields alone: the beat may have advanced
+            # next_run_at since this instance was loaded.
+            kwargs["update_fields"] = [
+                f.attname for f in self._meta.concrete_fields if not f.primary_key and f.attname not in BEAT_OWNED
+            ]
+        apply_schedule(self, now=dj_timezone.now())
+        super().save(*args, **kwargs)
+        self._loaded_values = {f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields}

@@ -1,0 +1,103 @@
+"""The registry of job callables (F-02 `callable` kind).
+
+A function becomes a job target with ``@takt_job`` (or ``@takt_job("name")``);
+the admin offers the registered names, and the worker resolves a job's
+`target` here first, then among the Celery app's tasks. Modules named
+``takt_jobs`` in installed apps, and those listed in ``TAKT_JOB_MODULES``,
+are imported at start-up so their decorators run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_REGISTRY: dict[str, Callable[..., Any]] = {}
+
+
+class UnknownTarget(LookupError):
+    """No registered callable or Celery task has this name."""
+
+
+@overload
+def takt_job(name_or_func: F) -> F: ...
+@overload
+def takt_job(name_or_func: str | None = None) -> Callable[[F], F]: ...
+def takt_job(name_or_func: Any = None) -> Any:
+    """Register a function as a job target. The function receives one
+    argument, the run's context (``job.log()``, ``job.params`` ...).
+
+    Without a name the target is ``module.function``. Registering a second
+    function under a taken name raises ValueError."""
+
+    def register(func: F, name: str | None) -> F:
+        key = name or f"{func.__module__}.{func.__qualname__}"
+        existing = _REGISTRY.get(key)
+        if existing is not None and existing is not func:
+            same_origin = (
+                getattr(existing, "__module__", None) == func.__module__
+                and getattr(existing, "__qualname__", None) == func.__qualname__
+            )
+            if not same_origin:  # a module imported twice re-registers the same function
+                raise ValueError(f"takt_job: the name {key!r} is already registered")
+        _REGISTRY[key] = func
+        return func
+
+    if callable(name_or_func):
+        return register(name_or_func, None)
+    return lambda func: register(func, name_or_func)
+
+
+def registered_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def celery_task_names() -> list[str]:
+    from celery import current_app
+
+    return sorted(n for n in current_app.tasks if not n.startswith("celery."))
+
+
+def resolve(target: str) -> tuple[Callable[..., Any], bool]:
+    """Return (function, takes_context). Registered functions receive the
+    run's context; Celery tasks are called with the run's params as keyword
+    arguments. Raises UnknownTarget."""
+    func = _REGISTRY.get(target)
+    if func is not None:
+        return func, True
+    from celery import current_app
+
+    task = current_app.tasks.get(target)
+    if task is not None:
+        return task, False
+    raise UnknownTarget(f"no job callable or Celery task is registered as {target!r}")
+
+
+def is_known(target: str) -> bool:
+    try:
+        resolve(target)
+    except UnknownTarget:
+        return False
+    return True
+
+
+def autodiscover() -> None:
+    """Import every installed app's ``takt_jobs`` module and the modules in
+    TAKT_JOB_MODULES (a missing listed module is an error naming it)."""
+    from django.apps import apps
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    for app_config in apps.get_app_configs():
+        module_name = f"{app_config.name}.takt_jobs"
+        if importlib.util.find_spec(module_name) is not None:
+            importlib.import_module(module_name)
+    for module_name in settings.TAKT_JOB_MODULES:
+        try:
+            importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ImproperlyConfigured(f"TAKT_JOB_MODULES: cannot import {module_name!r}: {exc}") from exc

@@ -1,0 +1,146 @@
+"""Writes and validation for jobs and triggers.
+
+One validation path serves the admin, model validation, commands and the
+Python API: `validate_trigger` turns the pure core's TriggerError into a
+ValidationError keyed by the model field it names.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q
+
+from . import registry
+from . import triggers as core
+from .models import Job, Trigger
+from .policies import JobKind, TriggerKind
+
+log = logging.getLogger("takt.jobs")
+
+SCHEDULE_FIELDS = ("kind", "cron_expression", "timezone", "interval_seconds", "interval_anchor", "start_at", "run_at")
+
+
+def trigger_spec(trigger: Trigger) -> core.TriggerSpec:
+    """The pure-core view of a saved (already validated) trigger."""
+    if trigger.kind == TriggerKind.CRON:
+        return core.CronSpec(trigger.cron_expression, trigger.timezone or settings.TIME_ZONE)
+    if trigger.kind == TriggerKind.INTERVAL:
+        return core.IntervalSpec(
+            timedelta(seconds=trigger.interval_seconds or 0),
+            core.IntervalAnchor(trigger.interval_anchor),
+            trigger.start_at,
+        )
+    if trigger.run_at is None:
+        raise ValueError("a once trigger needs run_at")
+    return core.OnceSpec(trigger.run_at)
+
+
+def trigger_description(trigger: Trigger) -> str:
+    try:
+        return core.describe(trigger_spec(trigger))
+    except (ValueError, core.TriggerError):
+        return f"{trigger.kind} trigger (incomplete)"
+
+
+def validate_job(job: Job) -> None:
+    """Job-level checks beyond the field validators. Raises ValidationError
+    naming the field."""
+    if job.kind == JobKind.CALLABLE and job.target and not registry.is_known(job.target):
+        known = ", ".join(registry.registered_names()[:20]) or "none"
+        raise ValidationError(
+            {"target": f"no job callable or Celery task is registered as {job.target!r} (registered: {known})"}
+        )
+    if not isinstance(job.params, dict):
+        raise ValidationError({"params": "must be a JSON object, e.g. {\"name\": \"value\"}"})
+
+
+def _required(trigger: Trigger) -> None:
+    missing = {
+        TriggerKind.CRON: ("cron_expression", trigger.cron_expression),
+        TriggerKind.INTERVAL: ("interval_seconds", trigger.interval_seconds),
+        TriggerKind.ONCE: ("run_at", trigger.run_at),
+    }.get(TriggerKind(trigger.kind))
+    if missing is not None and missing[1] in (None, ""):
+        raise ValidationError({missing[0]: f"required for a {trigger.kind} trigger"})
+
+
+def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
+    """Check a trigger's fields and normalise them in place (canonical time
+    zone, tidy cron). Raises ValidationError naming the field. A once time in
+    the past is refused only when it is new or was changed, so an old once
+    trigger does not block saving its job."""
+    if trigger.kind not in TriggerKind.values:
+        raise ValidationError({"kind": f"unknown trigger kind {trigger.kind!r}"})
+    _required(trigger)
+    if trigger.interval_seconds is not None and trigger.kind == TriggerKind.INTERVAL:
+        if not 1 <= trigger.interval_seconds <= 30 * 86400:
+            raise ValidationError({"interval_seconds": "must be between 1 second and 30 days (2592000 s)"})
+    try:
+        if trigger.timezone:
+            trigger.timezone = core.canonical_timezone(trigger.timezone)
+        if trigger.kind == TriggerKind.CRON:
+            trigger.cron_expression = core.normalize_cron(trigger.cron_expression)
+        spec = trigger_spec(trigger)
+        if isinstance(spec, core.OnceSpec) and not _changed(trigger, "run_at"):
+            return
+        core.validate_spec(spec, now=now)
+    except core.TriggerError as exc:
+        raise ValidationError({exc.field: exc.message}) from None
+
+
+def _changed(trigger: Trigger, field: str) -> bool:
+    loaded = getattr(trigger, "_loaded_values", None)
+    return loaded is None or loaded.get(field) != getattr(trigger, field)
+
+
+def schedule_changed(trigger: Trigger) -> bool:
+    return any(_changed(trigger, f) for f in SCHEDULE_FIELDS)
+
+
+def apply_schedule(trigger: Trigger, *, now: datetime) -> None:
+    """Set `next_run_at` and `active` before a trigger is saved. A new or
+    re-timed trigger gets its first fire time after `now`; an unchanged one
+    keeps its next_run_at, so re-enabling catches a past time up once (F-27)."""
+    if trigger.pk is None or schedule_changed(trigger):
+        trigger.next_run_at = core.compute_first_fire(trigger_spec(trigger), now=now)
+    job_enabled = trigger.job.enabled if trigger.job_id else False
+    trigger.active = bool(trigger.enabled and job_enabled)
+
+
+def sync_trigger_activity(job_ids: list[int], enabled: bool) -> None:
+    """Mirror the jobs' enabled flag onto their triggers' `active` flag; call
+    after any change of Job.enabled (Job.save() does)."""
+    Trigger.objects.filter(job_id__in=job_ids, enabled=True).update(active=enabled)
+    Trigger.objects.filter(job_id__in=job_ids, enabled=False).update(active=False)
+
+
+def set_jobs_enabled(job_ids: list[int], enabled: bool) -> int:
+    """Enable or disable jobs in bulk (admin actions, API)."""
+    with transaction.atomic():
+        n = Job.objects.filter(pk__in=job_ids).update(enabled=enabled)
+        sync_trigger_activity(job_ids, enabled)
+    log.info("jobs %s %s", job_ids, "enabled" if enabled else "disabled")
+    return n
+
+
+def on_run_boundary(job_id: int, *, started_at: datetime | None = None, finished_at: datetime | None = None) -> None:
+    """Give interval triggers anchored on a run's start or end their next
+    fire time (F-12). Only triggers waiting for it (next_run_at NULL) move."""
+    anchor, at = (
+        (core.IntervalAnchor.FROM_START, started_at)
+        if started_at is not None
+        else (core.IntervalAnchor.FROM_FINISH, finished_at)
+    )
+    if at is None:
+        return
+    waiting = Trigger.objects.filter(
+        job_id=job_id, kind=TriggerKind.INTERVAL, interval_anchor=anchor.value, next_run_at__isnull=True
+    )
+    for trigger in waiting:
+        nxt = core.compute_next_fire(trigger_spec(trigger), after=at, now=at)
+        Trigger.objects.filter(pk=trigger.pk, next_run_at__isnull=True).update(next_run_at=nxt)

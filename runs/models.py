@@ -1,0 +1,98 @@
+"""Run history (F-50): one row per occurrence of a job, written before it is
+published (outbox, F-83) and moved through its life cycle by
+compare-and-set in runs.services."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+    LOST = "lost"
+
+
+ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+FINISHED_STATUSES = tuple(s for s in RunStatus if s not in ACTIVE_STATUSES)
+
+
+class RunTrigger(models.TextChoices):
+    """Why a run exists; the job sees it as `job.trigger` (F-03)."""
+
+    SCHEDULE = "schedule"
+    RETRY = "retry"
+    MANUAL = "manual"
+    API = "api"
+    CATCHUP = "catchup"
+    FILE = "file"
+    DEPENDENCY = "dependency"
+    PARENT = "parent"
+
+
+# Runs that stand for a fire time of a trigger: at most one per (job, time).
+SCHEDULED_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.CATCHUP)
+
+
+def new_task_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Run(models.Model):
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="runs")
+    source_trigger = models.ForeignKey(
+        "jobs.Trigger", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    trigger = models.CharField(max_length=16, choices=RunTrigger.choices)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    priority = models.PositiveSmallIntegerField(default=5)
+    params = models.JSONField(default=dict, blank=True)
+    scheduled_for = models.DateTimeField(help_text="The fire time (or requested time) this run stands for.")
+    enqueued_at = models.DateTimeField()
+    published_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField("duration (seconds)", null=True, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    worker = models.CharField(max_length=255, blank=True)
+    celery_task_id = models.CharField(max_length=64, default=new_task_id, unique=True)
+    result_code = models.IntegerField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    output = models.TextField(blank=True)
+    missed_count = models.PositiveIntegerField(
+        default=0, help_text="Fire times this catch-up run stands in for that did not run."
+    )
+    dedupe_key = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-enqueued_at", "-id"]
+        constraints = [
+            # F-100: no path, race or retry creates two runs for one fire time.
+            models.UniqueConstraint(
+                fields=["job", "scheduled_for"],
+                condition=Q(trigger__in=["schedule", "catchup"]),
+                name="run_unique_fire_time",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["job", "status"], name="run_job_status_idx"),
+            models.Index(fields=["job", "-enqueued_at"], name="run_job_recent_idx"),
+            # The outbox sweep: queued runs that were never marked published.
+            models.Index(
+                fields=["enqueued_at"],
+                condition=Q(status="queued", published_at__isnull=True),
+                name="run_unpublished_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run #{self.pk} of job #{self.job_id} ({self.status})"

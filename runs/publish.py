@@ -1,0 +1,77 @@
+"""Sending recorded runs to the workers (the outbox's second half, F-83).
+
+A run is always in the database before its message is sent. A message may
+be sent twice (a beat died between sending and marking, or two sweepers
+raced): the worker's compare-and-set on the run's status makes the second
+delivery a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+
+from .models import Run, RunStatus
+
+log = logging.getLogger("takt.publish")
+
+# Seconds past the job's timeout before Celery kills a run that ignored the
+# soft limit (the run is then recovered as lost by maintenance).
+HARD_KILL_GRACE_S = 30
+
+
+def publish_runs(run_ids: Iterable[int], *, now: datetime) -> int:
+    """Send every still-queued run among `run_ids` and mark it published.
+    Returns how many were sent."""
+    from .tasks import execute_run
+
+    ids = list(run_ids)
+    if not ids:
+        return 0
+    sent: list[int] = []
+    runs = Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).select_related("job").only(
+        "pk", "priority", "celery_task_id", "job__queue", "job__timeout_s"
+    )
+    for run in runs:
+        execute_run.apply_async(
+            args=[run.pk],
+            task_id=run.celery_task_id,
+            queue=run.job.queue,
+            priority=run.priority,
+            soft_time_limit=run.job.timeout_s,
+            time_limit=run.job.timeout_s + HARD_KILL_GRACE_S,
+        )
+        sent.append(run.pk)
+    if sent:
+        Run.objects.filter(pk__in=sent, published_at__isnull=True).update(published_at=now)
+    return len(sent)
+
+
+def publish_after_commit(run_ids: list[int]) -> None:
+    """Publish once the surrounding transaction commits (at once if none)."""
+    from django.utils import timezone
+
+    transaction.on_commit(lambda: publish_runs(run_ids, now=timezone.now()))
+
+
+def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
+    """Publish queued runs that were never marked as sent: runs deferred to
+    a `run_at` that has come, and runs whose publisher died after recording
+    them (older than TAKT_REPUBLISH_AFTER_SECONDS). Uses the partial index
+    `run_unpublished_idx`, so it costs nothing when the outbox is empty."""
+    stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
+    deferred_due = Q(scheduled_for__gt=F("enqueued_at"), scheduled_for__lte=now)
+    ids = list(
+        Run.objects.filter(status=RunStatus.QUEUED, published_at__isnull=True)
+        .filter(deferred_due | Q(enqueued_at__lt=stale_before))
+        .order_by("priority", "enqueued_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    if ids:
+        log.info("publishing %d runs from the outbox", len(ids))
+    return publish_runs(ids, now=now)

@@ -1,0 +1,150 @@
+"""Django settings for a Takt installation.
+
+Everything an operator changes comes from environment variables (see the
+README's settings table); the defaults give a one-machine setup with SQLite
+and a local Redis.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from .envconfig import env_bool, env_float, env_int, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("TAKT_VAR_DIR", str(BASE_DIR / "var")))
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "takt-development-key-change-me-in-production")
+DEBUG = env_bool("DJANGO_DEBUG", True)
+ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "jobs.apps.JobsConfig",
+    "runs.apps.RunsConfig",
+    "heartbeats.apps.HeartbeatsConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "scheduler_project.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "scheduler_project.wsgi.application"
+
+# --- Database -------------------------------------------------------------
+# DATABASE_URL selects PostgreSQL (postgres://user@host:5432/name); the
+# default is a SQLite file under var/.
+_default_sqlite = f"sqlite:///{VAR_DIR / 'takt.sqlite3'}"
+try:
+    _db = dj_database_url.parse(env_str("DATABASE_URL", _default_sqlite), conn_max_age=60)
+except Exception as exc:  # dj-database-url raises plain ValueErrors
+    raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE transactions take the write lock up front, so two beats or a
+    # beat and a worker wait for each other instead of failing with
+    # "database is locked" halfway through a claim. WAL lets readers go on.
+    _db["CONN_MAX_AGE"] = 0
+    _db["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    _db["TEST"] = {"NAME": str(VAR_DIR / "test_takt.sqlite3")}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+# --- Time -------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TAKT_TIME_ZONE", env_str("TZ", "UTC") or "UTC")
+try:
+    ZoneInfo(TIME_ZONE)
+except (ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(f"TAKT_TIME_ZONE: unknown time zone {TIME_ZONE!r}") from None
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# --- Redis and Celery ---------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # A run that a worker took but never acknowledged is redelivered after
+    # this long; the run's compare-and-set keeps a redelivery from executing
+    # twice. Must exceed the longest job timeout.
+    "visibility_timeout": env_int("TAKT_VISIBILITY_TIMEOUT", 43200, minimum=60, maximum=2592000),
+    "queue_order_strategy": "priority",
+    "sep": ":",
+    "priority_steps": list(range(10)),
+}
+CELERY_TASK_DEFAULT_QUEUE = "takt"
+CELERY_BEAT_SCHEDULER = "jobs.beat:TaktScheduler"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TIMEZONE = "UTC"
+
+# --- Takt ---------------------------------------------------------------------
+TAKT_POLL_SECONDS = env_float("TAKT_POLL_SECONDS", 1.0, minimum=0.05, maximum=60)
+TAKT_DEFAULT_TIMEOUT = env_int("TAKT_DEFAULT_TIMEOUT", 300, minimum=1, maximum=7 * 86400)
+TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
+TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
+TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
+TAKT_OUTPUT_LIMIT_BYTES = env_int("TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024)
+TAKT_CLAIM_BATCH = env_int("TAKT_CLAIM_BATCH", 500, minimum=1, maximum=100000)
+TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
+TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "takt": {"handlers": ["console"], "level": env_str("TAKT_LOG_LEVEL", "INFO"), "propagate": False},
+    },
+}
+
+os.makedirs(VAR_DIR, exist_ok=True)

@@ -1,0 +1,77 @@
+"""Session-wide test setup.
+
+* A private redis-server on a free port (never the machine's own Redis).
+* The session runs in Europe/Berlin, to flush out UTC assumptions.
+* The sample job callables in tests/sample_jobs.py are registered.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from django.test.utils import override_settings
+
+import tests.sample_jobs  # noqa: F401  (registers the sample callables)
+
+TEST_TIME_ZONE = "Europe/Berlin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.exit("redis-server is not installed: run `make test` (it installs it) or `apt-get install redis-server`", 2)
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.exit(f"private redis-server on port {port} did not start", 2)
+            time.sleep(0.05)
+    client.close()
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _takt_test_settings(redis_url: str) -> Iterator[None]:
+    from scheduler_project.celery import app
+
+    with override_settings(TIME_ZONE=TEST_TIME_ZONE, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url):
+        app.conf.broker_url = redis_url
+        yield
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.close()

@@ -1,0 +1,50 @@
+"""Job callables used by the tests (registered by tests/conftest.py in the
+test process, and by TAKT_JOB_MODULES in worker processes)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+from django.conf import settings
+
+from jobs import takt_job
+
+
+@takt_job("tests.echo")
+def echo(job: Any) -> dict[str, Any]:
+    job.log(f"hello from {job.name}")
+    job.log(f"trigger={job.trigger}")
+    job.log(f"params={sorted(job.params.items())}")
+    return {"echo": job.params}
+
+
+@takt_job("tests.count")
+def count(job: Any) -> int:
+    """Counts its executions in Redis under params['key'] (to catch doubles)."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    n = int(client.incr(job.params.get("key", "takt-test:count")))
+    time.sleep(float(job.params.get("seconds", 0)))
+    job.log(f"execution {n}")
+    return n
+
+
+@takt_job("tests.sleep")
+def sleep(job: Any) -> str:
+    seconds = float(job.params.get("seconds", 1))
+    job.log(f"sleeping {seconds} s")
+    time.sleep(seconds)
+    job.log("woke up")
+    return "slept"
+
+
+@takt_job("tests.fail")
+def fail(job: Any) -> None:
+    job.log("about to fail")
+    job.fail(job.params.get("message", "failed on purpose"))
+
+
+@takt_job("tests.raise")
+def explode(job: Any) -> None:
+    raise RuntimeError("exploded on purpose")
