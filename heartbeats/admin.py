@@ -8,7 +8,15 @@ from .models import Heartbeat
 
 @admin.register(Heartbeat)
 class HeartbeatAdmin(admin.ModelAdmin):
-    list_display = ("name", "last_run_at", "last_success_at", "last_status", "run_count", "failure_count", "deadline_s")
+    list_display = (
+        "name",
+        "last_run_at",
+        "last_success_at",
+        "last_status",
+        "run_count",
+        "failure_count",
+        "deadline_s",
+    )
     search_fields = ("name",)
     readonly_fields = [f.name for f in Heartbeat._meta.fields]
 

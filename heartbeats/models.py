@@ -26,7 +26,9 @@ class Heartbeat(models.Model):
         constraints = [
             # Job heartbeats are keyed by their job; outside processes by name.
             models.UniqueConstraint(
-                fields=["name"], condition=models.Q(job__isnull=True), name="heartbeat_unique_external_name"
+                fields=["name"],
+                condition=models.Q(job__isnull=True),
+                name="heartbeat_unique_external_name",
             ),
         ]
 

@@ -42,7 +42,9 @@ class TriggerInline(admin.StackedInline):
         if obj.pk is None:
             return "Save to see the next fire times."
         try:
-            times = core.compute_fire_times(services.trigger_spec(obj), after=timezone.now(), count=PREVIEW_COUNT)
+            times = core.compute_fire_times(
+                services.trigger_spec(obj), after=timezone.now(), count=PREVIEW_COUNT
+            )
         except (ValueError, core.TriggerError) as exc:
             return str(exc)
         if not times:
@@ -60,17 +62,50 @@ class JobAdmin(admin.ModelAdmin):
     readonly_fields = ("code_managed", "created_at", "updated_at", "run_history")
     fieldsets = (
         (None, {"fields": ("name", "description", "enabled", "kind", "target", "params")}),
-        ("Dispatch", {"fields": ("priority", "queue", "timeout_s", "timeout_action", "overlap_policy", "missed_run_policy")}),
-        ("Operations", {"classes": ("collapse",), "fields": ("heartbeat_deadline_s", "owner", "notes", "code_managed", "created_at", "updated_at")}),
+        (
+            "Dispatch",
+            {
+                "fields": (
+                    "priority",
+                    "queue",
+                    "timeout_s",
+                    "timeout_action",
+                    "overlap_policy",
+                    "missed_run_policy",
+                )
+            },
+        ),
+        (
+            "Operations",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "heartbeat_deadline_s",
+                    "owner",
+                    "notes",
+                    "code_managed",
+                    "created_at",
+                    "updated_at",
+                ),
+            },
+        ),
         ("Run history", {"fields": ("run_history",)}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
-        return super().get_queryset(request).annotate(_next_run=Min("triggers__next_run_at")).prefetch_related("triggers")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_next_run=Min("triggers__next_run_at"))
+            .prefetch_related("triggers")
+        )
 
     @admin.display(description="Schedule")
     def schedule(self, obj: Job) -> str:
-        return "; ".join(services.trigger_description(t) for t in obj.triggers.all() if t.enabled) or "—"
+        return (
+            "; ".join(services.trigger_description(t) for t in obj.triggers.all() if t.enabled)
+            or "—"
+        )
 
     @admin.display(description="Next run", ordering="_next_run")
     def next_run(self, obj: Job) -> Any:
@@ -123,7 +158,10 @@ class JobAdmin(admin.ModelAdmin):
         from runs.services import enqueue_job
 
         runs = [enqueue_job(job, trigger=RunTrigger.MANUAL) for job in queryset]
-        self.message_user(request, f"Started {len(runs)} run(s): " + ", ".join(f"#{r.pk} ({r.status})" for r in runs))
+        self.message_user(
+            request,
+            f"Started {len(runs)} run(s): " + ", ".join(f"#{r.pk} ({r.status})" for r in runs),
+        )
 
     @admin.action(description="Enable selected jobs")
     def enable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
@@ -138,7 +176,10 @@ class JobAdmin(admin.ModelAdmin):
     # --- the "Run now" button on the change form --------------------------------
     def get_urls(self) -> list[Any]:
         run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
-        return [path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"), *super().get_urls()]
+        return [
+            path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"),
+            *super().get_urls(),
+        ]
 
     def run_now_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         from runs.services import enqueue_job

@@ -39,7 +39,9 @@ class Job(models.Model):
         max_length=255,
         help_text="For a callable: the name it was registered under with @takt_job, or a Celery task name.",
     )
-    params = models.JSONField(default=dict, blank=True, help_text="Keyword arguments (a JSON object).")
+    params = models.JSONField(
+        default=dict, blank=True, help_text="Keyword arguments (a JSON object)."
+    )
     priority = models.PositiveSmallIntegerField(
         default=5,
         validators=[MinValueValidator(0), MaxValueValidator(9)],
@@ -117,12 +119,18 @@ class Trigger(models.Model):
     timezone = models.CharField(
         max_length=64, blank=True, help_text="IANA zone, e.g. Europe/Berlin. Default: the server's."
     )
-    interval_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="1 s to 30 days.")
+    interval_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="1 s to 30 days."
+    )
     interval_anchor = models.CharField(
-        max_length=16, choices=IntervalAnchorChoice.choices, default=IntervalAnchorChoice.FROM_ENQUEUE
+        max_length=16,
+        choices=IntervalAnchorChoice.choices,
+        default=IntervalAnchorChoice.FROM_ENQUEUE,
     )
     start_at = models.DateTimeField(null=True, blank=True, help_text="Interval: first fire time.")
-    run_at = models.DateTimeField(null=True, blank=True, help_text="Once: the date and time to run.")
+    run_at = models.DateTimeField(
+        null=True, blank=True, help_text="Once: the date and time to run."
+    )
     next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
     active = models.BooleanField(default=False, editable=False)
     last_fired_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -134,9 +142,7 @@ class Trigger(models.Model):
         ordering = ["id"]
         indexes = [
             # The beat's only hot query: due, active triggers in time order.
-            models.Index(
-                fields=["next_run_at"], condition=Q(active=True), name="trigger_due_idx"
-            ),
+            models.Index(fields=["next_run_at"], condition=Q(active=True), name="trigger_due_idx"),
         ]
 
     def __str__(self) -> str:
@@ -161,12 +167,20 @@ class Trigger(models.Model):
         jobs.services.apply_schedule."""
         from .services import apply_schedule, schedule_changed
 
-        if self.pk is not None and kwargs.get("update_fields") is None and not schedule_changed(self):
+        if (
+            self.pk is not None
+            and kwargs.get("update_fields") is None
+            and not schedule_changed(self)
+        ):
             # Leave the beat-owned fields alone: the beat may have advanced
             # next_run_at since this instance was loaded.
             kwargs["update_fields"] = [
-                f.attname for f in self._meta.concrete_fields if not f.primary_key and f.attname not in BEAT_OWNED
+                f.attname
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.attname not in BEAT_OWNED
             ]
         apply_schedule(self, now=dj_timezone.now())
         super().save(*args, **kwargs)
-        self._loaded_values = {f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields}
+        self._loaded_values = {
+            f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields
+        }

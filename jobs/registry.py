@@ -100,4 +100,6 @@ def autodiscover() -> None:
         try:
             importlib.import_module(module_name)
         except ImportError as exc:
-            raise ImproperlyConfigured(f"TAKT_JOB_MODULES: cannot import {module_name!r}: {exc}") from exc
+            raise ImproperlyConfigured(
+                f"TAKT_JOB_MODULES: cannot import {module_name!r}: {exc}"
+            ) from exc

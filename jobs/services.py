@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
 
 from . import registry
 from . import triggers as core
@@ -22,7 +21,15 @@ from .policies import JobKind, TriggerKind
 
 log = logging.getLogger("takt.jobs")
 
-SCHEDULE_FIELDS = ("kind", "cron_expression", "timezone", "interval_seconds", "interval_anchor", "start_at", "run_at")
+SCHEDULE_FIELDS = (
+    "kind",
+    "cron_expression",
+    "timezone",
+    "interval_seconds",
+    "interval_anchor",
+    "start_at",
+    "run_at",
+)
 
 
 def trigger_spec(trigger: Trigger) -> core.TriggerSpec:
@@ -53,10 +60,12 @@ def validate_job(job: Job) -> None:
     if job.kind == JobKind.CALLABLE and job.target and not registry.is_known(job.target):
         known = ", ".join(registry.registered_names()[:20]) or "none"
         raise ValidationError(
-            {"target": f"no job callable or Celery task is registered as {job.target!r} (registered: {known})"}
+            {
+                "target": f"no job callable or Celery task is registered as {job.target!r} (registered: {known})"
+            }
         )
     if not isinstance(job.params, dict):
-        raise ValidationError({"params": "must be a JSON object, e.g. {\"name\": \"value\"}"})
+        raise ValidationError({"params": 'must be a JSON object, e.g. {"name": "value"}'})
 
 
 def _required(trigger: Trigger) -> None:
@@ -79,7 +88,9 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
     _required(trigger)
     if trigger.interval_seconds is not None and trigger.kind == TriggerKind.INTERVAL:
         if not 1 <= trigger.interval_seconds <= 30 * 86400:
-            raise ValidationError({"interval_seconds": "must be between 1 second and 30 days (2592000 s)"})
+            raise ValidationError(
+                {"interval_seconds": "must be between 1 second and 30 days (2592000 s)"}
+            )
     try:
         if trigger.timezone:
             trigger.timezone = core.canonical_timezone(trigger.timezone)
@@ -128,7 +139,9 @@ def set_jobs_enabled(job_ids: list[int], enabled: bool) -> int:
     return n
 
 
-def on_run_boundary(job_id: int, *, started_at: datetime | None = None, finished_at: datetime | None = None) -> None:
+def on_run_boundary(
+    job_id: int, *, started_at: datetime | None = None, finished_at: datetime | None = None
+) -> None:
     """Give interval triggers anchored on a run's start or end their next
     fire time (F-12). Only triggers waiting for it (next_run_at NULL) move."""
     anchor, at = (
@@ -139,7 +152,10 @@ def on_run_boundary(job_id: int, *, started_at: datetime | None = None, finished
     if at is None:
         return
     waiting = Trigger.objects.filter(
-        job_id=job_id, kind=TriggerKind.INTERVAL, interval_anchor=anchor.value, next_run_at__isnull=True
+        job_id=job_id,
+        kind=TriggerKind.INTERVAL,
+        interval_anchor=anchor.value,
+        next_run_at__isnull=True,
     )
     for trigger in waiting:
         nxt = core.compute_next_fire(trigger_spec(trigger), after=at, now=at)

@@ -11,7 +11,18 @@ from .models import Run
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "job", "trigger", "status", "scheduled_for", "started_at", "finished_at", "duration", "attempt", "worker")
+    list_display = (
+        "id",
+        "job",
+        "trigger",
+        "status",
+        "scheduled_for",
+        "started_at",
+        "finished_at",
+        "duration",
+        "attempt",
+        "worker",
+    )
     list_filter = ("status", "trigger", "job")
     list_select_related = ("job",)
     search_fields = ("job__name", "message", "celery_task_id")
@@ -25,7 +36,9 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="Output")
     def output_text(self, obj: Run) -> str:
-        return format_html("<pre style='white-space:pre-wrap'>{}</pre>", obj.output or "(no output)")
+        return format_html(
+            "<pre style='white-space:pre-wrap'>{}</pre>", obj.output or "(no output)"
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

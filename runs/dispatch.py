@@ -111,7 +111,9 @@ def _claim_one(trigger: Trigger, *, now: datetime, busy: set[int], result: Claim
             )
     except IntegrityError:
         result.lost_races += 1
-        log.info("fire time %s of job %s already has a run", claim.scheduled_for, job.pk, extra=extra)
+        log.info(
+            "fire time %s of job %s already has a run", claim.scheduled_for, job.pk, extra=extra
+        )
         return
     (result.skipped if is_busy else result.queued).append(run.pk)
     busy.add(job.pk)  # a second trigger of the same job in this batch now sees it busy

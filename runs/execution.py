@@ -50,13 +50,17 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def execute(run_id: int, *, worker: str, clock: Callable[[], datetime] = timezone.now) -> str | None:
+def execute(
+    run_id: int, *, worker: str, clock: Callable[[], datetime] = timezone.now
+) -> str | None:
     """Run `run_id` if it is still queued (see the module docstring).
     Returns the final status, or None when this delivery did nothing."""
     try:
         run = Run.objects.select_related("job").get(pk=run_id)
     except Run.DoesNotExist:
-        log.warning("run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id})
+        log.warning(
+            "run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id}
+        )
         return None
     extra = {"job_id": run.job_id, "run_id": run.pk}
     if run.status != RunStatus.QUEUED:

@@ -37,7 +37,9 @@ return 0
 
 @lru_cache(maxsize=4)
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
+    return redis.Redis.from_url(
+        url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30
+    )
 
 
 def get_redis() -> redis.Redis:

@@ -55,7 +55,9 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     priority = models.PositiveSmallIntegerField(default=5)
     params = models.JSONField(default=dict, blank=True)
-    scheduled_for = models.DateTimeField(help_text="The fire time (or requested time) this run stands for.")
+    scheduled_for = models.DateTimeField(
+        help_text="The fire time (or requested time) this run stands for."
+    )
     enqueued_at = models.DateTimeField()
     published_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

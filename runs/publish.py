@@ -34,8 +34,10 @@ def publish_runs(run_ids: Iterable[int], *, now: datetime) -> int:
     if not ids:
         return 0
     sent: list[int] = []
-    runs = Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).select_related("job").only(
-        "pk", "priority", "celery_task_id", "job__queue", "job__timeout_s"
+    runs = (
+        Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED)
+        .select_related("job")
+        .only("pk", "priority", "celery_task_id", "job__queue", "job__timeout_s")
     )
     for run in runs:
         execute_run.apply_async(

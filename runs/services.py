@@ -64,7 +64,12 @@ def create_run(
         dedupe_key=dedupe_key,
     )
     if busy:
-        log.info("run %s of job %s skipped: job busy", run.pk, job.pk, extra={"job_id": job.pk, "run_id": run.pk})
+        log.info(
+            "run %s of job %s skipped: job busy",
+            run.pk,
+            job.pk,
+            extra={"job_id": job.pk, "run_id": run.pk},
+        )
     return run
 
 
@@ -112,7 +117,9 @@ def enqueue_job(
         raise InvalidInput("trigger", f"cannot enqueue with trigger {trigger!r}")
     with transaction.atomic():
         if dedupe_key:
-            existing = Run.objects.filter(job=job, dedupe_key=dedupe_key, status__in=ACTIVE_STATUSES).first()
+            existing = Run.objects.filter(
+                job=job, dedupe_key=dedupe_key, status__in=ACTIVE_STATUSES
+            ).first()
             if existing is not None:
                 return existing
         run = create_run(

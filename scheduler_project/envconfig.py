@@ -37,7 +37,9 @@ def env_float(name: str, default: float, *, minimum: float, maximum: float) -> f
     except ValueError:
         raise ImproperlyConfigured(f"{name}: expected a number, got {raw!r}") from None
     if not minimum <= value <= maximum:
-        raise ImproperlyConfigured(f"{name}: must be between {minimum:g} and {maximum:g}, got {raw!r}")
+        raise ImproperlyConfigured(
+            f"{name}: must be between {minimum:g} and {maximum:g}, got {raw!r}"
+        )
     return value
 
 

@@ -132,7 +132,9 @@ TAKT_DEFAULT_TIMEOUT = env_int("TAKT_DEFAULT_TIMEOUT", 300, minimum=1, maximum=7
 TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
 TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
 TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
-TAKT_OUTPUT_LIMIT_BYTES = env_int("TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024)
+TAKT_OUTPUT_LIMIT_BYTES = env_int(
+    "TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024
+)
 TAKT_CLAIM_BATCH = env_int("TAKT_CLAIM_BATCH", 500, minimum=1, maximum=100000)
 TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
 TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")
@@ -143,7 +145,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
-        "takt": {"handlers": ["console"], "level": env_str("TAKT_LOG_LEVEL", "INFO"), "propagate": False},
+        "takt": {
+            "handlers": ["console"],
+            "level": env_str("TAKT_LOG_LEVEL", "INFO"),
+            "propagate": False,
+        },
     },
 }
 

@@ -32,11 +32,26 @@ def free_port() -> int:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.exit("redis-server is not installed: run `make test` (it installs it) or `apt-get install redis-server`", 2)
+        pytest.exit(
+            "redis-server is not installed: run `make test` (it installs it) or `apt-get install redis-server`",
+            2,
+        )
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -64,7 +79,9 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _takt_test_settings(redis_url: str) -> Iterator[None]:
     from scheduler_project.celery import app
 
-    with override_settings(TIME_ZONE=TEST_TIME_ZONE, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url):
+    with override_settings(
+        TIME_ZONE=TEST_TIME_ZONE, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url
+    ):
         app.conf.broker_url = redis_url
         yield
 

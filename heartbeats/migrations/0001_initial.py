@@ -5,33 +5,57 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('jobs', '0001_initial'),
+        ("jobs", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Heartbeat',
+            name="Heartbeat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('last_run_at', models.DateTimeField(blank=True, null=True)),
-                ('last_success_at', models.DateTimeField(blank=True, null=True)),
-                ('last_status', models.CharField(blank=True, max_length=16)),
-                ('last_result', models.TextField(blank=True)),
-                ('last_run_id', models.BigIntegerField(blank=True, null=True)),
-                ('run_count', models.PositiveIntegerField(default=0)),
-                ('failure_count', models.PositiveIntegerField(default=0)),
-                ('deadline_s', models.PositiveIntegerField(blank=True, null=True, verbose_name='deadline (seconds)')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('job', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='heartbeat', to='jobs.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("last_run_at", models.DateTimeField(blank=True, null=True)),
+                ("last_success_at", models.DateTimeField(blank=True, null=True)),
+                ("last_status", models.CharField(blank=True, max_length=16)),
+                ("last_result", models.TextField(blank=True)),
+                ("last_run_id", models.BigIntegerField(blank=True, null=True)),
+                ("run_count", models.PositiveIntegerField(default=0)),
+                ("failure_count", models.PositiveIntegerField(default=0)),
+                (
+                    "deadline_s",
+                    models.PositiveIntegerField(
+                        blank=True, null=True, verbose_name="deadline (seconds)"
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "job",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="heartbeat",
+                        to="jobs.job",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('job__isnull', True)), fields=('name',), name='heartbeat_unique_external_name')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("job__isnull", True)),
+                        fields=("name",),
+                        name="heartbeat_unique_external_name",
+                    )
+                ],
             },
         ),
     ]

@@ -6,44 +6,126 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('jobs', '0001_initial'),
+        ("jobs", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trigger', models.CharField(choices=[('schedule', 'Schedule'), ('retry', 'Retry'), ('manual', 'Manual'), ('api', 'Api'), ('catchup', 'Catchup'), ('file', 'File'), ('dependency', 'Dependency'), ('parent', 'Parent')], max_length=16)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('timed_out', 'Timed Out'), ('skipped', 'Skipped'), ('cancelled', 'Cancelled'), ('lost', 'Lost')], default='queued', max_length=16)),
-                ('priority', models.PositiveSmallIntegerField(default=5)),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('scheduled_for', models.DateTimeField(help_text='The fire time (or requested time) this run stands for.')),
-                ('enqueued_at', models.DateTimeField()),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('duration_s', models.FloatField(blank=True, null=True, verbose_name='duration (seconds)')),
-                ('attempt', models.PositiveSmallIntegerField(default=1)),
-                ('worker', models.CharField(blank=True, max_length=255)),
-                ('celery_task_id', models.CharField(default=runs.models.new_task_id, max_length=64, unique=True)),
-                ('result_code', models.IntegerField(blank=True, null=True)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('message', models.TextField(blank=True)),
-                ('output', models.TextField(blank=True)),
-                ('missed_count', models.PositiveIntegerField(default=0, help_text='Fire times this catch-up run stands in for that did not run.')),
-                ('dedupe_key', models.CharField(blank=True, max_length=200)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='jobs.job')),
-                ('source_trigger', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='jobs.trigger')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[
+                            ("schedule", "Schedule"),
+                            ("retry", "Retry"),
+                            ("manual", "Manual"),
+                            ("api", "Api"),
+                            ("catchup", "Catchup"),
+                            ("file", "File"),
+                            ("dependency", "Dependency"),
+                            ("parent", "Parent"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("timed_out", "Timed Out"),
+                            ("skipped", "Skipped"),
+                            ("cancelled", "Cancelled"),
+                            ("lost", "Lost"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("priority", models.PositiveSmallIntegerField(default=5)),
+                ("params", models.JSONField(blank=True, default=dict)),
+                (
+                    "scheduled_for",
+                    models.DateTimeField(
+                        help_text="The fire time (or requested time) this run stands for."
+                    ),
+                ),
+                ("enqueued_at", models.DateTimeField()),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "duration_s",
+                    models.FloatField(blank=True, null=True, verbose_name="duration (seconds)"),
+                ),
+                ("attempt", models.PositiveSmallIntegerField(default=1)),
+                ("worker", models.CharField(blank=True, max_length=255)),
+                (
+                    "celery_task_id",
+                    models.CharField(default=runs.models.new_task_id, max_length=64, unique=True),
+                ),
+                ("result_code", models.IntegerField(blank=True, null=True)),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("message", models.TextField(blank=True)),
+                ("output", models.TextField(blank=True)),
+                (
+                    "missed_count",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Fire times this catch-up run stands in for that did not run.",
+                    ),
+                ),
+                ("dedupe_key", models.CharField(blank=True, max_length=200)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="jobs.job",
+                    ),
+                ),
+                (
+                    "source_trigger",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs",
+                        to="jobs.trigger",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-enqueued_at', '-id'],
-                'indexes': [models.Index(fields=['job', 'status'], name='run_job_status_idx'), models.Index(fields=['job', '-enqueued_at'], name='run_job_recent_idx'), models.Index(condition=models.Q(('published_at__isnull', True), ('status', 'queued')), fields=['enqueued_at'], name='run_unpublished_idx')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('trigger__in', ['schedule', 'catchup'])), fields=('job', 'scheduled_for'), name='run_unique_fire_time')],
+                "ordering": ["-enqueued_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["job", "status"], name="run_job_status_idx"),
+                    models.Index(fields=["job", "-enqueued_at"], name="run_job_recent_idx"),
+                    models.Index(
+                        condition=models.Q(("published_at__isnull", True), ("status", "queued")),
+                        fields=["enqueued_at"],
+                        name="run_unpublished_idx",
+                    ),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("trigger__in", ["schedule", "catchup"])),
+                        fields=("job", "scheduled_for"),
+                        name="run_unique_fire_time",
+                    )
+                ],
             },
         ),
     ]

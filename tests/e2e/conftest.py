@@ -41,7 +41,12 @@ class Proc:
         self.log_path = log_dir / f"{name}-{uuid.uuid4().hex[:6]}.log"
         self._log = self.log_path.open("wb")
         self.popen = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def log(self) -> str:
@@ -53,7 +58,9 @@ class Proc:
             if self.popen.poll() is not None:
                 raise RuntimeError(f"{self.name} exited early:\n{self.log()[-4000:]}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} not ready after {timeout} s:\n{self.log()[-4000:]}")
+                raise RuntimeError(
+                    f"{self.name} not ready after {timeout} s:\n{self.log()[-4000:]}"
+                )
             time.sleep(0.1)
 
     def stop(self) -> None:
@@ -88,7 +95,9 @@ def e2e_env(redis_url: str, django_db_setup: Any, django_db_blocker: Any) -> dic
 
 
 @pytest.fixture(scope="session")
-def start_process(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Proc]]:
+def start_process(
+    e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., Proc]]:
     log_dir = tmp_path_factory.mktemp("e2e-logs")
     started: list[Proc] = []
 
@@ -96,13 +105,30 @@ def start_process(e2e_env: dict[str, str], tmp_path_factory: pytest.TempPathFact
         celery = [sys.executable, "-m", "celery", "-A", "scheduler_project"]
         if kind == "worker":
             argv = celery + [
-                "worker", "-l", "info", "--pool=prefork", "--concurrency=2", "-Q", "takt",
-                "-n", f"e2e-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
+                "worker",
+                "-l",
+                "info",
+                "--pool=prefork",
+                "--concurrency=2",
+                "-Q",
+                "takt",
+                "-n",
+                f"e2e-{uuid.uuid4().hex[:6]}@%h",
+                "--without-gossip",
+                "--without-mingle",
             ]
             ready = "ready."
         else:
-            argv = celery + ["beat", "-l", "info", "-S", "jobs.beat:TaktScheduler", "--pidfile=",
-                             "-s", str(log_dir / f"beat-{uuid.uuid4().hex[:6]}")]
+            argv = celery + [
+                "beat",
+                "-l",
+                "info",
+                "-S",
+                "jobs.beat:TaktScheduler",
+                "--pidfile=",
+                "-s",
+                str(log_dir / f"beat-{uuid.uuid4().hex[:6]}"),
+            ]
             ready = "beat: Starting"
         proc = Proc(kind, argv, {**e2e_env, **env}, log_dir)
         started.append(proc)

@@ -32,10 +32,14 @@ def finished(run: Run) -> Run | None:
 
 def test_job_every_two_seconds_succeeds_repeatedly_with_output(worker, beat):
     job = make_job("tests.echo", params={"colour": "green"})
-    Trigger.objects.create(job=job, kind="cron", cron_expression="*/2 * * * * *", timezone="Europe/Berlin")
+    Trigger.objects.create(
+        job=job, kind="cron", cron_expression="*/2 * * * * *", timezone="Europe/Berlin"
+    )
     beat()
 
-    wait_until(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 3, 15, "three succeeded runs")
+    wait_until(
+        lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 3, 15, "three succeeded runs"
+    )
 
     runs = list(job.runs.filter(status=RunStatus.SUCCEEDED).order_by("scheduled_for")[:3])
     for run in runs:
@@ -54,18 +58,26 @@ def test_job_every_two_seconds_succeeds_repeatedly_with_output(worker, beat):
 
 def test_two_beats_at_once_give_exactly_one_run_per_fire_time(worker, beat, redis_url):
     job = make_job("tests.count", params={"key": "e2e:two-beats"})
-    trigger = Trigger.objects.create(job=job, kind="cron", cron_expression="* * * * * *", timezone="UTC")
+    trigger = Trigger.objects.create(
+        job=job, kind="cron", cron_expression="* * * * * *", timezone="UTC"
+    )
     first, second = beat(), beat()
 
     wait_until(lambda: job.runs.count() >= 6, 20, "six fire times dispatched")
     first.stop()
     second.stop()
-    wait_until(lambda: not job.runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists(), 10, "runs to end")
+    wait_until(
+        lambda: not job.runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists(),
+        10,
+        "runs to end",
+    )
 
     fire_times = Counter(job.runs.values_list("scheduled_for", flat=True))
     assert max(fire_times.values()) == 1, fire_times
     ordered = sorted(fire_times)
-    assert all(b - a == timedelta(seconds=1) for a, b in zip(ordered, ordered[1:], strict=False)), ordered
+    assert all(b - a == timedelta(seconds=1) for a, b in zip(ordered, ordered[1:], strict=False)), (
+        ordered
+    )
     executed = int(redis.Redis.from_url(redis_url).get("e2e:two-beats") or 0)
     assert executed == job.runs.filter(status=RunStatus.SUCCEEDED).count()
     trigger.refresh_from_db()

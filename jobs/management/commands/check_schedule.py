@@ -19,7 +19,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("expression", help="5 fields, or 6 with seconds first; quote it")
         parser.add_argument("--tz", default=None, help="IANA time zone (default: the server's)")
-        parser.add_argument("--after", default=None, help="ISO-8601 start; without an offset it is read in --tz")
+        parser.add_argument(
+            "--after", default=None, help="ISO-8601 start; without an offset it is read in --tz"
+        )
         parser.add_argument("--count", default="5", help="how many fire times (1-1000, default 5)")
 
     def handle(self, *args: Any, **options: Any) -> None:

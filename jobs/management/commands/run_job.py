@@ -19,8 +19,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("job_id", help="the job's id")
-        parser.add_argument("--wait", action="store_true", help="wait for the run to end; exit 1 unless it succeeded")
-        parser.add_argument("--wait-timeout", type=float, default=None, help="seconds to wait (default: job timeout + 60)")
+        parser.add_argument(
+            "--wait",
+            action="store_true",
+            help="wait for the run to end; exit 1 unless it succeeded",
+        )
+        parser.add_argument(
+            "--wait-timeout",
+            type=float,
+            default=None,
+            help="seconds to wait (default: job timeout + 60)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -34,10 +43,14 @@ class Command(BaseCommand):
         deadline = time.monotonic() + limit
         while run.status in ACTIVE_STATUSES:
             if time.monotonic() > deadline:
-                raise CommandError(f"run {run.pk} still {run.status} after {limit:g} s (is a worker running?)")
+                raise CommandError(
+                    f"run {run.pk} still {run.status} after {limit:g} s (is a worker running?)"
+                )
             time.sleep(POLL_S)
             run = Run.objects.get(pk=run.pk)
-        self.stdout.write(f"run {run.pk}: {run.status} in {run.duration_s or 0:.2f} s {run.message}".rstrip())
+        self.stdout.write(
+            f"run {run.pk}: {run.status} in {run.duration_s or 0:.2f} s {run.message}".rstrip()
+        )
         if run.output:
             self.stdout.write(run.output)
         if run.status != RunStatus.SUCCEEDED:

@@ -10,7 +10,9 @@ from django.core.management.base import BaseCommand, CommandParser
 
 
 class Command(BaseCommand):
-    help = "Create superuser 'admin' with a random password (printed once) when no superuser exists."
+    help = (
+        "Create superuser 'admin' with a random password (printed once) when no superuser exists."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
@@ -18,7 +20,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
         if User.objects.filter(is_superuser=True).exists():
-            self.stdout.write("An admin account exists already (its password was printed when it was made).")
+            self.stdout.write(
+                "An admin account exists already (its password was printed when it was made)."
+            )
             return
         password = secrets.token_urlsafe(12)
         User.objects.create_superuser(options["username"], "", password)
