@@ -24,6 +24,7 @@ from .triggers import (
     compute_latest_fire,
     compute_next_fire,
     iter_fire_times,
+    validate_spec,
 )
 
 DEFAULT_MAX_SCAN = 10_000
@@ -72,19 +73,23 @@ def _interval_window(
     The grid is start_at + k * every; without start_at it is anchored at the
     stored next_run_at, so a late beat keeps the rate's phase.
     """
-    if spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
+    # A bad stored interval raises TriggerError here, not ZeroDivisionError.
+    valid = validate_spec(spec, now=now)
+    assert isinstance(valid, IntervalSpec)
+    every, start_at = valid.every, valid.start_at
+    if valid.anchor is not IntervalAnchor.FROM_ENQUEUE:
         # The next fire time depends on a run that has not happened yet: the
         # worker sets it (F-12). Only the stored time is due.
         return DueWindow(next_run_at, next_run_at, 0, False, None)
-    anchor = spec.start_at if spec.start_at is not None else next_run_at
+    anchor = start_at if start_at is not None else next_run_at
 
     def points_until(moment: datetime) -> int:  # grid points <= moment
-        return 0 if moment < anchor else (moment - anchor) // spec.every + 1
+        return 0 if moment < anchor else (moment - anchor) // every + 1
 
     reached = points_until(now)
     later = reached - points_until(next_run_at)
-    latest = anchor + (reached - 1) * spec.every if later > 0 else next_run_at
-    following = (anchor + reached * spec.every).astimezone(UTC)
+    latest = anchor + (reached - 1) * every if later > 0 else next_run_at
+    following = (anchor + reached * every).astimezone(UTC)
     return DueWindow(
         next_run_at, latest.astimezone(UTC), min(later, max_scan), later > max_scan, following
     )
