@@ -82,7 +82,10 @@ def _claim_one(trigger: Trigger, *, now: datetime, busy: set[int], result: Claim
         log.exception("trigger %s cannot be evaluated; it is parked", trigger.pk, extra=extra)
         Trigger.objects.filter(pk=trigger.pk, next_run_at=old_next).update(next_run_at=None)
         return
-    changes = {"next_run_at": claim.next_run_at, "missed_count": trigger.missed_count + claim.missed}
+    changes = {
+        "next_run_at": claim.next_run_at,
+        "missed_count": trigger.missed_count + claim.missed,
+    }
     if claim.scheduled_for is not None:
         changes["last_fired_at"] = claim.scheduled_for
     won = Trigger.objects.filter(pk=trigger.pk, next_run_at=old_next).update(**changes)

@@ -7,67 +7,202 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('enabled', models.BooleanField(default=True)),
-                ('kind', models.CharField(choices=[('callable', 'Python callable')], default='callable', max_length=16)),
-                ('target', models.CharField(help_text='For a callable: the name it was registered under with @takt_job, or a Celery task name.', max_length=255)),
-                ('params', models.JSONField(blank=True, default=dict, help_text='Keyword arguments (a JSON object).')),
-                ('priority', models.PositiveSmallIntegerField(default=5, help_text='0 runs first, 9 last.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(9)])),
-                ('queue', models.CharField(default='takt', max_length=100)),
-                ('timeout_s', models.PositiveIntegerField(default=jobs.models.default_timeout_s, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(604800)], verbose_name='timeout (seconds)')),
-                ('timeout_action', models.CharField(choices=[('stop', 'Stop the run (timed_out)')], default='stop', max_length=16)),
-                ('overlap_policy', models.CharField(choices=[('skip', 'Skip (record a skipped run)')], default='skip', max_length=16)),
-                ('missed_run_policy', models.CharField(choices=[('run_once', 'Run once to catch up')], default='run_once', max_length=16)),
-                ('max_retries', models.PositiveSmallIntegerField(default=0)),
-                ('concurrency_group', models.CharField(blank=True, max_length=100)),
-                ('heartbeat_deadline_s', models.PositiveIntegerField(blank=True, null=True, verbose_name='heartbeat deadline (seconds)')),
-                ('notify', models.JSONField(blank=True, default=dict)),
-                ('api_trigger_permission', models.CharField(choices=[('off', 'Off')], default='off', max_length=16)),
-                ('owner', models.CharField(blank=True, max_length=200)),
-                ('notes', models.TextField(blank=True)),
-                ('code_managed', models.BooleanField(default=False, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("callable", "Python callable")], default="callable", max_length=16
+                    ),
+                ),
+                (
+                    "target",
+                    models.CharField(
+                        help_text="For a callable: the name it was registered under with @takt_job, or a Celery task name.",
+                        max_length=255,
+                    ),
+                ),
+                (
+                    "params",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Keyword arguments (a JSON object)."
+                    ),
+                ),
+                (
+                    "priority",
+                    models.PositiveSmallIntegerField(
+                        default=5,
+                        help_text="0 runs first, 9 last.",
+                        validators=[
+                            django.core.validators.MinValueValidator(0),
+                            django.core.validators.MaxValueValidator(9),
+                        ],
+                    ),
+                ),
+                ("queue", models.CharField(default="takt", max_length=100)),
+                (
+                    "timeout_s",
+                    models.PositiveIntegerField(
+                        default=jobs.models.default_timeout_s,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(604800),
+                        ],
+                        verbose_name="timeout (seconds)",
+                    ),
+                ),
+                (
+                    "timeout_action",
+                    models.CharField(
+                        choices=[("stop", "Stop the run (timed_out)")],
+                        default="stop",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "overlap_policy",
+                    models.CharField(
+                        choices=[("skip", "Skip (record a skipped run)")],
+                        default="skip",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "missed_run_policy",
+                    models.CharField(
+                        choices=[("run_once", "Run once to catch up")],
+                        default="run_once",
+                        max_length=16,
+                    ),
+                ),
+                ("max_retries", models.PositiveSmallIntegerField(default=0)),
+                ("concurrency_group", models.CharField(blank=True, max_length=100)),
+                (
+                    "heartbeat_deadline_s",
+                    models.PositiveIntegerField(
+                        blank=True, null=True, verbose_name="heartbeat deadline (seconds)"
+                    ),
+                ),
+                ("notify", models.JSONField(blank=True, default=dict)),
+                (
+                    "api_trigger_permission",
+                    models.CharField(choices=[("off", "Off")], default="off", max_length=16),
+                ),
+                ("owner", models.CharField(blank=True, max_length=200)),
+                ("notes", models.TextField(blank=True)),
+                ("code_managed", models.BooleanField(default=False, editable=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name', 'id'],
+                "ordering": ["name", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Trigger',
+            name="Trigger",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('cron', 'Cron expression'), ('interval', 'Interval'), ('once', 'Once')], default='cron', max_length=16)),
-                ('enabled', models.BooleanField(default=True)),
-                ('cron_expression', models.CharField(blank=True, help_text='5 fields (minute hour day month weekday), or 6 with seconds first.', max_length=200)),
-                ('timezone', models.CharField(blank=True, help_text="IANA zone, e.g. Europe/Berlin. Default: the server's.", max_length=64)),
-                ('interval_seconds', models.PositiveIntegerField(blank=True, help_text='1 s to 30 days.', null=True)),
-                ('interval_anchor', models.CharField(choices=[('from_enqueue', 'Fixed rate (from the previous fire time)'), ('from_start', "From the previous run's start"), ('from_finish', 'Fixed delay after the previous run ends')], default='from_enqueue', max_length=16)),
-                ('start_at', models.DateTimeField(blank=True, help_text='Interval: first fire time.', null=True)),
-                ('run_at', models.DateTimeField(blank=True, help_text='Once: the date and time to run.', null=True)),
-                ('next_run_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('active', models.BooleanField(default=False, editable=False)),
-                ('last_fired_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('missed_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='triggers', to='jobs.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("cron", "Cron expression"),
+                            ("interval", "Interval"),
+                            ("once", "Once"),
+                        ],
+                        default="cron",
+                        max_length=16,
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "cron_expression",
+                    models.CharField(
+                        blank=True,
+                        help_text="5 fields (minute hour day month weekday), or 6 with seconds first.",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "timezone",
+                    models.CharField(
+                        blank=True,
+                        help_text="IANA zone, e.g. Europe/Berlin. Default: the server's.",
+                        max_length=64,
+                    ),
+                ),
+                (
+                    "interval_seconds",
+                    models.PositiveIntegerField(blank=True, help_text="1 s to 30 days.", null=True),
+                ),
+                (
+                    "interval_anchor",
+                    models.CharField(
+                        choices=[
+                            ("from_enqueue", "Fixed rate (from the previous fire time)"),
+                            ("from_start", "From the previous run's start"),
+                            ("from_finish", "Fixed delay after the previous run ends"),
+                        ],
+                        default="from_enqueue",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "start_at",
+                    models.DateTimeField(
+                        blank=True, help_text="Interval: first fire time.", null=True
+                    ),
+                ),
+                (
+                    "run_at",
+                    models.DateTimeField(
+                        blank=True, help_text="Once: the date and time to run.", null=True
+                    ),
+                ),
+                ("next_run_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("active", models.BooleanField(default=False, editable=False)),
+                ("last_fired_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("missed_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="triggers",
+                        to="jobs.job",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'indexes': [models.Index(condition=models.Q(('active', True)), fields=['next_run_at'], name='trigger_due_idx')],
+                "ordering": ["id"],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("active", True)),
+                        fields=["next_run_at"],
+                        name="trigger_due_idx",
+                    )
+                ],
             },
         ),
     ]

@@ -28,13 +28,17 @@ def create_hello_world(apps, schema_editor):
         kind="cron",
         cron_expression=HELLO_CRON,
         timezone="",
-        next_run_at=compute_first_fire(CronSpec(HELLO_CRON, settings.TIME_ZONE), now=timezone.now()),
+        next_run_at=compute_first_fire(
+            CronSpec(HELLO_CRON, settings.TIME_ZONE), now=timezone.now()
+        ),
         active=False,
     )
 
 
 def remove_hello_world(apps, schema_editor):
-    apps.get_model("jobs", "Job").objects.filter(target="takt.hello_world", name="Hello world").delete()
+    apps.get_model("jobs", "Job").objects.filter(
+        target="takt.hello_world", name="Hello world"
+    ).delete()
 
 
 class Migration(migrations.Migration):

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# make lint: ruff check and ruff format --check over the whole repository
+# (settings in pyproject.toml). Runs both and fails if either does.
+set -euo pipefail
+# shellcheck source=deploy/dev/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TAKT_ROOT"
+
+takt_bootstrap
+rc=0
+takt_say "ruff check"
+ruff check . || rc=1
+takt_say "ruff format --check"
+ruff format --check . || rc=1
+exit "$rc"

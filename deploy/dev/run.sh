@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# make run: the whole of Takt on this machine, in the foreground.
+#
+#   web     Django runserver (admin, API)   http://127.0.0.1:${TAKT_WEB_PORT:-8000}/admin/
+#   worker  Celery worker on queue "takt"
+#   beat    Celery beat with Takt's scheduler
+#   flower  Flower                          http://127.0.0.1:${TAKT_FLOWER_PORT:-5555}
+#   redis   a private redis-server on 127.0.0.1:${TAKT_REDIS_PORT:-6380},
+#           only when REDIS_URL is not set
+#
+# Ctrl-C stops them all (honcho). All state lives under var/.
+set -euo pipefail
+# shellcheck source=deploy/dev/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TAKT_ROOT"
+
+takt_bootstrap
+export PYTHONUNBUFFERED=1
+
+web_port="${TAKT_WEB_PORT:-8000}"
+flower_port="${TAKT_FLOWER_PORT:-5555}"
+for p in "$web_port:TAKT_WEB_PORT" "$flower_port:TAKT_FLOWER_PORT"; do
+    takt_port_free "${p%%:*}" ||
+        takt_die "port ${p%%:*} on 127.0.0.1 is in use (another 'make run'?); pick another with ${p#*:}=PORT"
+done
+export TAKT_WEB_PORT="$web_port" TAKT_FLOWER_PORT="$flower_port"
+export TAKT_WORKER_CONCURRENCY="${TAKT_WORKER_CONCURRENCY:-2}"
+
+processes=(web worker beat flower)
+if [ -z "${REDIS_URL:-}" ]; then
+    takt_ensure_redis_server "Or use a Redis you already have:
+    REDIS_URL=redis://127.0.0.1:6379/0 make run"
+    port="${TAKT_REDIS_PORT:-6380}"
+    case "$port" in '' | *[!0-9]*) takt_die "TAKT_REDIS_PORT must be a port number, got '$port'" ;; esac
+    if ! takt_port_free "$port"; then
+        free="$(takt_free_port)"
+        takt_say "port $port is taken; the private Redis uses port $free"
+        port="$free"
+    fi
+    mkdir -p var/redis
+    export TAKT_REDIS_PORT="$port"
+    export REDIS_URL="redis://127.0.0.1:$port/0"
+    processes+=(redis)
+    redis_note="(private, stops with make run)"
+else
+    redis_note="(from REDIS_URL)"
+fi
+
+takt_say "Applying migrations ($(takt_describe_db))"
+python manage.py migrate --noinput
+
+takt_say "Making sure an admin user exists"
+python manage.py takt_ensure_admin ||
+    takt_warn "takt_ensure_admin failed (exit $?); continuing. Create a user with: .venv/bin/python manage.py createsuperuser"
+
+cat <<EOF
+
+  Takt is starting (${processes[*]}); Ctrl-C stops everything.
+    admin   http://127.0.0.1:$TAKT_WEB_PORT/admin/
+    flower  http://127.0.0.1:$TAKT_FLOWER_PORT
+    redis   $(takt_mask_url "$REDIS_URL") $redis_note
+    db      $(takt_describe_db)
+
+EOF
+
+# -e /dev/null: the environment comes from this shell only, so migrate and the
+# processes always see the same DATABASE_URL/REDIS_URL (no stray .env file).
+exec honcho start -e /dev/null -f deploy/dev/Procfile.dev "${processes[@]}"
