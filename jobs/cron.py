@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, available_timezones
 
-from cron_descriptor import ExpressionDescriptor, Options  # type: ignore[import-untyped]
+from cron_descriptor import ExpressionDescriptor, Options
 from cronsim import CronSim, CronSimError
 
 _SECOND = timedelta(seconds=1)
