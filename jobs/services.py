@@ -7,6 +7,7 @@ ValidationError keyed by the model field it names.
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timedelta
 
@@ -66,6 +67,10 @@ def validate_job(job: Job) -> None:
         )
     if not isinstance(job.params, dict):
         raise ValidationError({"params": 'must be a JSON object, e.g. {"name": "value"}'})
+    try:
+        json.dumps(job.params, allow_nan=False)
+    except ValueError:
+        raise ValidationError({"params": "must be valid JSON: NaN and Infinity are not allowed"}) from None
 
 
 def _required(trigger: Trigger) -> None:
@@ -106,7 +111,13 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
 
 def _changed(trigger: Trigger, field: str) -> bool:
     loaded = getattr(trigger, "_loaded_values", None)
-    return loaded is None or loaded.get(field) != getattr(trigger, field)
+    if loaded is None:
+        return True
+    old, new = loaded.get(field), getattr(trigger, field)
+    if isinstance(old, datetime) and isinstance(new, datetime):
+        # Forms post times back without microseconds: compare whole seconds.
+        return old.replace(microsecond=0) != new.replace(microsecond=0)
+    return bool(old != new)
 
 
 def schedule_changed(trigger: Trigger) -> bool:
@@ -139,18 +150,22 @@ def set_jobs_enabled(job_ids: list[int], enabled: bool) -> int:
     return n
 
 
-def on_run_boundary(
-    job_id: int, *, started_at: datetime | None = None, finished_at: datetime | None = None
-) -> None:
-    """Give interval triggers anchored on a run's start or end their next
-    fire time (F-12). Only triggers waiting for it (next_run_at NULL) move."""
-    anchor, at = (
-        (core.IntervalAnchor.FROM_START, started_at)
-        if started_at is not None
-        else (core.IntervalAnchor.FROM_FINISH, finished_at)
-    )
-    if at is None:
-        return
+def on_run_started(job_id: int, *, started_at: datetime) -> None:
+    """A run of the job started: interval triggers anchored `from_start` that
+    wait for it (next_run_at NULL) fire next at started_at + N (F-12)."""
+    _release_waiting(job_id, core.IntervalAnchor.FROM_START, at=started_at)
+
+
+def on_run_finished(job_id: int, *, started_at: datetime | None, finished_at: datetime) -> None:
+    """A run of the job ended (in any status): `from_finish` triggers that
+    wait fire next at finished_at + N. A `from_start` trigger still waiting
+    was claimed while another run was under way (its run was skipped), so it
+    gets started_at + N of the run that ended, which may already be due."""
+    _release_waiting(job_id, core.IntervalAnchor.FROM_FINISH, at=finished_at)
+    _release_waiting(job_id, core.IntervalAnchor.FROM_START, at=started_at or finished_at)
+
+
+def _release_waiting(job_id: int, anchor: core.IntervalAnchor, *, at: datetime) -> None:
     waiting = Trigger.objects.filter(
         job_id=job_id,
         kind=TriggerKind.INTERVAL,

@@ -64,7 +64,7 @@ def claim_due_runs(*, now: datetime, limit: int) -> ClaimResult:
         triggers = list(due[:limit])
         if not triggers:
             return result
-        busy = busy_job_ids([t.job_id for t in triggers])
+        busy = busy_job_ids([t.job_id for t in triggers], now=now)
         for trigger in triggers:
             _claim_one(trigger, now=now, busy=busy, result=result)
     return result

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import on_run_boundary
+from jobs.services import on_run_started
 
 from .context import JobContext, JobFailed
 from .locks import LockKeeper, job_lock
@@ -71,7 +71,7 @@ def execute(
         log.info("run %s was taken by another delivery", run.pk, extra=extra)
         return None
     run.status, run.started_at, run.worker = RunStatus.RUNNING, started_at, worker
-    on_run_boundary(run.job_id, started_at=started_at)
+    on_run_started(run.job_id, started_at=started_at)
 
     lock = job_lock(run.job_id)
     if not lock.acquire():

@@ -67,9 +67,9 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     them (older than TAKT_REPUBLISH_AFTER_SECONDS). Uses the partial index
     `run_unpublished_idx`, so it costs nothing when the outbox is empty."""
     stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
-    deferred_due = Q(scheduled_for__gt=F("enqueued_at"), scheduled_for__lte=now)
+    deferred_due = Q(scheduled_for__gt=F("enqueued_at"))
     ids = list(
-        Run.objects.filter(status=RunStatus.QUEUED, published_at__isnull=True)
+        Run.objects.filter(status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now)
         .filter(deferred_due | Q(enqueued_at__lt=stale_before))
         .order_by("priority", "enqueued_at")
         .values_list("pk", flat=True)[:limit]

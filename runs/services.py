@@ -9,11 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from jobs.errors import InvalidInput, JobNotFound
 from jobs.models import Job
-from jobs.services import on_run_boundary
+from jobs.services import on_run_finished
 
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from .signals import run_finished
@@ -21,17 +22,31 @@ from .signals import run_finished
 log = logging.getLogger("takt.runs")
 
 
-def job_is_busy(job_id: int) -> bool:
-    return Run.objects.filter(job_id=job_id, status__in=ACTIVE_STATUSES).exists()
+def _active(now: datetime) -> Q:
+    """Runs that make a job busy: running, or queued and already due. A run
+    queued for a later `run_at` does not block the schedule before it."""
+    return Q(status=RunStatus.RUNNING) | Q(status=RunStatus.QUEUED, scheduled_for__lte=now)
 
 
-def busy_job_ids(job_ids: list[int]) -> set[int]:
-    """The jobs among `job_ids` with a queued or running run (one query)."""
+def job_is_busy(job_id: int, *, now: datetime) -> bool:
+    return Run.objects.filter(_active(now), job_id=job_id).exists()
+
+
+def busy_job_ids(job_ids: list[int], *, now: datetime) -> set[int]:
+    """The jobs among `job_ids` with a running or due queued run (one query)."""
     return set(
-        Run.objects.filter(job_id__in=job_ids, status__in=ACTIVE_STATUSES)
+        Run.objects.filter(_active(now), job_id__in=job_ids)
         .values_list("job_id", flat=True)
         .distinct()
     )
+
+
+def default_priority(job: Job, trigger: str) -> int:
+    """F-22: manual and API runs go one step ahead of the job's scheduled
+    runs (0 runs first; a job at 0 keeps 0)."""
+    if trigger in (RunTrigger.MANUAL, RunTrigger.API):
+        return max(job.priority - 1, 0)
+    return job.priority
 
 
 def skipped_message(job_id: int) -> str:
@@ -49,15 +64,17 @@ def create_run(
     dedupe_key: str = "",
 ) -> Run:
     """Insert one queued run (or a `skipped` one when the job is busy and its
-    overlap policy is `skip`). The caller publishes it after commit."""
-    busy = job_is_busy(job.pk)
+    overlap policy is `skip`). The caller publishes it after commit. A run
+    for a later time is not checked now: the worker checks it when it starts."""
+    scheduled_for = scheduled_for or now
+    busy = scheduled_for <= now and job_is_busy(job.pk, now=now)
     run = Run.objects.create(
         job=job,
         trigger=trigger,
         status=RunStatus.SKIPPED if busy else RunStatus.QUEUED,
-        priority=job.priority if priority is None else priority,
+        priority=default_priority(job, trigger) if priority is None else priority,
         params=job.params if params is None else params,
-        scheduled_for=scheduled_for or now,
+        scheduled_for=scheduled_for,
         enqueued_at=now,
         finished_at=now if busy else None,
         message=skipped_message(job.pk) if busy else "",
@@ -77,7 +94,7 @@ def _check_params(params: Any) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise InvalidInput("params", f"must be a JSON object (a dict), got {type(params).__name__}")
     try:
-        json.dumps(params)
+        json.dumps(params, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput("params", f"must be JSON-serialisable: {exc}") from None
     return params
@@ -174,7 +191,7 @@ def finish_run(
         return False
     for name, value in fields.items():
         setattr(run, name, value)
-    on_run_boundary(run.job_id, finished_at=now)
+    on_run_finished(run.job_id, started_at=started, finished_at=now)
     extra = {"job_id": run.job_id, "run_id": run.pk}
     log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
     try:

@@ -69,7 +69,7 @@ WSGI_APPLICATION = "scheduler_project.wsgi.application"
 # default is a SQLite file under var/.
 _default_sqlite = f"sqlite:///{VAR_DIR / 'takt.sqlite3'}"
 try:
-    _db = dj_database_url.parse(env_str("DATABASE_URL", _default_sqlite), conn_max_age=60)
+    _db = dj_database_url.parse(env_str("DATABASE_URL", "") or _default_sqlite, conn_max_age=60)
 except Exception as exc:  # dj-database-url raises plain ValueErrors
     raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
 if _db["ENGINE"] == "django.db.backends.sqlite3":

@@ -1,0 +1,67 @@
+"""Helpers for the integration tests: the real database and the private Redis.
+
+Times are fixed: claims and sweeps take `now=`, and code that reads the
+clock (Trigger.save computes next_run_at from it) runs under time-machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import redis
+import time_machine
+
+from jobs.models import Job, Trigger
+
+SECOND = timedelta(seconds=1)
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+
+
+def make_job(name: str = "job", *, target: str = "tests.echo", **fields: Any) -> Job:
+    return Job.objects.create(name=name, target=target, **fields)
+
+
+def make_trigger(job: Job, *, created_at: datetime, **fields: Any) -> Trigger:
+    """A trigger saved at `created_at`, so its first next_run_at is known."""
+    with time_machine.travel(created_at, tick=False):
+        return Trigger.objects.create(job=job, **fields)
+
+
+def hourly(job: Job, *, created_at: datetime) -> Trigger:
+    """Fires at every full hour (Europe/Berlin, which has whole-hour offsets)."""
+    return make_trigger(
+        job,
+        created_at=created_at,
+        kind="cron",
+        cron_expression="0 * * * *",
+        timezone="Europe/Berlin",
+    )
+
+
+def broker_task_ids(client: redis.Redis) -> list[str]:
+    """Celery task ids of the messages waiting in the broker's `takt` queue
+    (kombu keeps one Redis list per priority: `takt`, `takt:1` ... `takt:9`)."""
+    ids: list[str] = []
+    for key in sorted(client.keys("takt*")):
+        if client.type(key) == b"list":
+            ids += [json.loads(raw)["headers"]["id"] for raw in client.lrange(key, 0, -1)]
+    return ids
+
+
+def clock(*times: datetime) -> Callable[[], datetime]:
+    """A clock for runs.execution.execute: returns `times` in order, then
+    keeps returning the last one."""
+    remaining: Iterator[datetime] = iter(times)
+    last = [times[0]]
+
+    def now() -> datetime:
+        last[0] = next(remaining, last[0])
+        return last[0]
+
+    return now

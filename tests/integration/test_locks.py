@@ -1,0 +1,115 @@
+"""Per-job locks in the private Redis (F-82): one owner at a time, renewal
+and release only by the owner's token, and a lapsed lock can be taken over."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runs.locks import JobLock, LockKeeper, job_lock, job_lock_key
+
+
+def wait_for(predicate, timeout: float = 3.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_the_lock_key_carries_the_prefix_and_the_job_id(settings):
+    assert job_lock_key(42) == f"{settings.TAKT_KEY_PREFIX}:lock:job:42"
+    assert job_lock(42).ttl_ms == settings.TAKT_LOCK_TTL_SECONDS * 1000
+
+
+def test_a_second_owner_cannot_acquire_a_held_lock(redis_client):
+    first, second = job_lock(1), job_lock(1)
+
+    assert first.acquire() is True
+    assert second.acquire() is False
+
+    assert redis_client.get(job_lock_key(1)) == first.token.encode()
+    assert first.holder() == second.holder() == first.token
+    assert 0 < redis_client.pttl(job_lock_key(1)) <= first.ttl_ms
+    assert job_lock(2).acquire() is True  # other jobs are not affected
+
+
+def test_release_by_another_token_leaves_the_lock_alone(redis_client):
+    owner, stranger = job_lock(1), job_lock(1)
+    owner.acquire()
+
+    assert stranger.release() is False
+    assert stranger.renew() is False
+
+    assert redis_client.get(job_lock_key(1)) == owner.token.encode()
+    assert owner.release() is True
+    assert redis_client.exists(job_lock_key(1)) == 0
+    assert owner.release() is False  # a second release is harmless
+
+
+def test_renew_extends_the_lease_to_the_full_ttl(redis_client):
+    lock = job_lock(1, ttl_s=2)
+    lock.acquire()
+    redis_client.pexpire(job_lock_key(1), 100)  # as if 1.9 s had passed
+
+    assert lock.renew() is True
+
+    assert 1900 < redis_client.pttl(job_lock_key(1)) <= 2000
+
+
+def test_a_keeper_holds_a_short_lock_beyond_its_ttl_until_stopped(redis_client):
+    lock = job_lock(1, ttl_s=0.3)
+    assert lock.acquire()
+    ticks: list[float] = []
+    keeper = LockKeeper(lock, on_tick=lambda: ticks.append(time.monotonic()))
+    keeper.start()
+    try:
+        time.sleep(1.2)  # four lease lengths
+        assert lock.holder() == lock.token
+        assert redis_client.pttl(job_lock_key(1)) > 0
+    finally:
+        keeper.stop()
+    assert not keeper.is_alive() and keeper.lost is False
+    assert len(ticks) >= 5  # renewed every third of the TTL (0.1 s)
+
+    assert lock.release() is True
+    assert redis_client.exists(job_lock_key(1)) == 0
+
+
+def test_a_lapsed_lock_goes_to_the_next_owner_and_the_old_one_cannot_touch_it(redis_client):
+    old = job_lock(1, ttl_s=0.2)
+    assert old.acquire()
+    wait_for(lambda: redis_client.exists(job_lock_key(1)) == 0)  # the old owner stalled
+
+    new = job_lock(1, ttl_s=10)
+    assert new.acquire() is True
+
+    assert old.renew() is False
+    assert old.release() is False
+    assert redis_client.get(job_lock_key(1)) == new.token.encode()
+    assert redis_client.pttl(job_lock_key(1)) > 9000  # not shortened to the old lease either
+
+
+def test_a_keeper_whose_lock_was_taken_over_reports_it_lost_and_spares_the_new_owner(redis_client):
+    old = job_lock(1, ttl_s=0.3)
+    old.acquire()
+    keeper = LockKeeper(old)
+    keeper.start()
+    try:
+        redis_client.delete(job_lock_key(1))  # the lease lapsed while Redis was unreachable
+        new = JobLock(key=job_lock_key(1), ttl_ms=10_000)
+        assert new.acquire()
+        wait_for(lambda: keeper.lost)
+    finally:
+        keeper.stop()
+
+    assert redis_client.get(job_lock_key(1)) == new.token.encode()
+    assert redis_client.pttl(job_lock_key(1)) > 9000
+
+
+@pytest.mark.parametrize("ttl_s", [0.3, 3])
+def test_job_lock_uses_milliseconds(ttl_s, redis_client):
+    lock = job_lock(7, ttl_s=ttl_s)
+    lock.acquire()
+    assert 0 < redis_client.pttl(job_lock_key(7)) <= ttl_s * 1000
+    lock.release()
