@@ -70,7 +70,9 @@ def validate_job(job: Job) -> None:
     try:
         json.dumps(job.params, allow_nan=False)
     except ValueError:
-        raise ValidationError({"params": "must be valid JSON: NaN and Infinity are not allowed"}) from None
+        raise ValidationError(
+            {"params": "must be valid JSON: NaN and Infinity are not allowed"}
+        ) from None
 
 
 def _required(trigger: Trigger) -> None:

@@ -69,7 +69,9 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
     deferred_due = Q(scheduled_for__gt=F("enqueued_at"))
     ids = list(
-        Run.objects.filter(status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now)
+        Run.objects.filter(
+            status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now
+        )
         .filter(deferred_due | Q(enqueued_at__lt=stale_before))
         .order_by("priority", "enqueued_at")
         .values_list("pk", flat=True)[:limit]
