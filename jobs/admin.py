@@ -37,6 +37,9 @@ class TriggerInline(admin.StackedInline):
     )
     readonly_fields = ("next_run_at", "upcoming")
 
+    class Media:
+        js = ("jobs/trigger_inline.js",)
+
     @admin.display(description="Next fire times (check schedule)")
     def upcoming(self, obj: Trigger) -> str:
         if obj.pk is None:
@@ -49,7 +52,7 @@ class TriggerInline(admin.StackedInline):
             return str(exc)
         if not times:
             return "Never fires again."
-        return format_html_join("", "{}<br>", ((t.isoformat(),) for t in times))
+        return format_html_join("", "{}<br>", ((t.isoformat(timespec="seconds"),) for t in times))
 
 
 @admin.register(Job)
@@ -59,7 +62,7 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ("enabled", "kind", "queue")
     search_fields = ("name", "description", "target", "owner")
     actions = ["run_now", "enable", "disable"]
-    readonly_fields = ("code_managed", "created_at", "updated_at", "run_history")
+    readonly_fields = ("code_managed", "created_at", "updated_at")
     fieldsets = (
         (None, {"fields": ("name", "description", "enabled", "kind", "target", "params")}),
         (
@@ -89,7 +92,6 @@ class JobAdmin(admin.ModelAdmin):
                 ),
             },
         ),
-        ("Run history", {"fields": ("run_history",)}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
@@ -116,17 +118,22 @@ class JobAdmin(admin.ModelAdmin):
         last = obj.runs.order_by("-enqueued_at", "-id").values_list("status", flat=True).first()
         return last or "—"
 
-    @admin.display(description="Recent runs (newest first)")
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        job = self.get_object(request, object_id)
+        extra = {**(extra_context or {}), "run_history": self.run_history(job) if job else ""}
+        return super().change_view(request, object_id, form_url, extra_context=extra)
+
     def run_history(self, obj: Job) -> str:
-        if obj.pk is None:
-            return "—"
+        """The job's latest runs with their output, shown below the triggers (F-51)."""
         runs = list(obj.runs.order_by("-enqueued_at", "-id")[:HISTORY_ROWS])
         if not runs:
             return "No runs yet."
         rows = format_html_join(
             "",
             "<tr><td><a href='{}'>#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-            "<td><details><summary>{}</summary><pre style='white-space:pre-wrap'>{}</pre></details></td></tr>",
+            "<td><details><summary>{}</summary><pre>{}</pre></details></td></tr>",
             (
                 (
                     reverse("admin:runs_run_change", args=[r.pk]),
@@ -145,7 +152,7 @@ class JobAdmin(admin.ModelAdmin):
         )
         more = reverse("admin:runs_run_changelist") + f"?job__id__exact={obj.pk}"
         return format_html(
-            "<table><thead><tr><th>Run</th><th>Status</th><th>Trigger</th><th>Scheduled for</th>"
+            "<table class='takt-history'><thead><tr><th>Run</th><th>Status</th><th>Trigger</th><th>Scheduled for</th>"
             "<th>Started</th><th>Finished</th><th>Duration</th><th>Message / output</th></tr></thead>"
             "<tbody>{}</tbody></table><p><a href='{}'>All runs of this job</a></p>",
             rows,

@@ -131,7 +131,15 @@ def apply_schedule(trigger: Trigger, *, now: datetime) -> None:
     re-timed trigger gets its first fire time after `now`; an unchanged one
     keeps its next_run_at, so re-enabling catches a past time up once (F-27)."""
     if trigger.pk is None or schedule_changed(trigger):
-        trigger.next_run_at = core.compute_first_fire(trigger_spec(trigger), now=now)
+        try:
+            # Triggers made in code skip full_clean(): store canonical spellings anyway.
+            if trigger.timezone:
+                trigger.timezone = core.canonical_timezone(trigger.timezone)
+            if trigger.kind == TriggerKind.CRON:
+                trigger.cron_expression = core.normalize_cron(trigger.cron_expression)
+            trigger.next_run_at = core.compute_first_fire(trigger_spec(trigger), now=now)
+        except core.TriggerError as exc:
+            raise ValidationError({exc.field: exc.message}) from None
     job_enabled = trigger.job.enabled if trigger.job_id else False
     trigger.active = bool(trigger.enabled and job_enabled)
 

@@ -79,7 +79,9 @@ def test_a_time_zone_is_stored_in_its_canonical_spelling():
 def test_saving_without_validation_still_refuses_a_cron_that_cannot_be_evaluated():
     job = make_job()
 
-    with pytest.raises(ValueError, match="cron_expression: minute: 61 is out of range 0-59"):
+    with pytest.raises(ValidationError) as caught:
         Trigger.objects.create(job=job, kind="cron", cron_expression="61 * * * *")
+
+    assert caught.value.message_dict == {"cron_expression": ["minute: 61 is out of range 0-59"]}
 
     assert not Trigger.objects.filter(job=job).exists()
