@@ -234,9 +234,12 @@ def cron_words(expression: str) -> str:
         if not (dom.startswith("*") or dow.startswith("*")):
             # Both day fields set: cron fires when *either* matches, which
             # cron-descriptor's "..., only on Friday" would hide.
+            # (cron-descriptor 2 says "or" itself; 1.x, which django-celery-beat
+            # pins, does not.)
             day = str(descriptor.get_day_of_week_description())
-            either = day.removeprefix(", ").removeprefix("only ")
-            words = words.replace(day, f", or {either}", 1)
+            if not day.startswith(", or "):
+                either = day.removeprefix(", ").removeprefix("only ")
+                words = words.replace(day, f", or {either}", 1)
         return words
     except Exception:  # cron-descriptor rejects a few forms cronsim takes
         return f"cron {expression}"
