@@ -17,12 +17,12 @@ log = logging.getLogger("takt.heartbeats")
 REPORTED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
 
 
-def record_run_heartbeat(run: Run) -> Heartbeat | None:
+def record_run_heartbeat(run: Run) -> bool:
     """Fold a finished run into its job's heartbeat (created by the first
-    report). Skipped and cancelled runs are not reports. Returns None when
-    nothing was written."""
+    report). Skipped and cancelled runs are not reports. Returns whether a
+    heartbeat was written; never raises."""
     if run.status not in REPORTED_STATUSES:
-        return None
+        return False
     failed = run.status != RunStatus.SUCCEEDED
     changes = {
         "name": run.job.name,
@@ -46,7 +46,7 @@ def record_run_heartbeat(run: Run) -> Heartbeat | None:
                     run_count=1,
                     failure_count=1 if failed else 0,
                 )
-        return Heartbeat.objects.filter(job_id=run.job_id).first()
+        return True
     except Exception:
         log.exception("writing the heartbeat of run %s failed", run.pk)
-    return None
+    return False

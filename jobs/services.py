@@ -163,7 +163,7 @@ def set_jobs_enabled(job_ids: list[int], enabled: bool) -> int:
 def on_run_started(job_id: int, *, started_at: datetime) -> None:
     """A run of the job started: interval triggers anchored `from_start` that
     wait for it (next_run_at NULL) fire next at started_at + N (F-12)."""
-    _release_waiting(job_id, core.IntervalAnchor.FROM_START, at=started_at)
+    _release_waiting(job_id, {core.IntervalAnchor.FROM_START: started_at})
 
 
 def on_run_finished(job_id: int, *, started_at: datetime | None, finished_at: datetime) -> None:
@@ -171,17 +171,24 @@ def on_run_finished(job_id: int, *, started_at: datetime | None, finished_at: da
     wait fire next at finished_at + N. A `from_start` trigger still waiting
     was claimed while another run was under way (its run was skipped), so it
     gets started_at + N of the run that ended, which may already be due."""
-    _release_waiting(job_id, core.IntervalAnchor.FROM_FINISH, at=finished_at)
-    _release_waiting(job_id, core.IntervalAnchor.FROM_START, at=started_at or finished_at)
+    _release_waiting(
+        job_id,
+        {
+            core.IntervalAnchor.FROM_FINISH: finished_at,
+            core.IntervalAnchor.FROM_START: started_at or finished_at,
+        },
+    )
 
 
-def _release_waiting(job_id: int, anchor: core.IntervalAnchor, *, at: datetime) -> None:
+def _release_waiting(job_id: int, at_by_anchor: dict[core.IntervalAnchor, datetime]) -> None:
+    """One query: the job's interval triggers with these anchors that wait."""
     waiting = Trigger.objects.filter(
         job_id=job_id,
         kind=TriggerKind.INTERVAL,
-        interval_anchor=anchor.value,
+        interval_anchor__in=[a.value for a in at_by_anchor],
         next_run_at__isnull=True,
     )
     for trigger in waiting:
+        at = at_by_anchor[core.IntervalAnchor(trigger.interval_anchor)]
         nxt = core.compute_next_fire(trigger_spec(trigger), after=at, now=at)
         Trigger.objects.filter(pk=trigger.pk, next_run_at__isnull=True).update(next_run_at=nxt)

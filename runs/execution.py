@@ -28,7 +28,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import on_run_started
 
 from .context import JobContext, JobFailed
 from .locks import LockKeeper, job_lock
@@ -67,11 +66,9 @@ def execute(
         log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
         return None
     started_at = clock()
-    if not start_run(run.pk, worker=worker, now=started_at):
+    if not start_run(run, worker=worker, now=started_at):
         log.info("run %s was taken by another delivery", run.pk, extra=extra)
         return None
-    run.status, run.started_at, run.worker = RunStatus.RUNNING, started_at, worker
-    on_run_started(run.job_id, started_at=started_at)
 
     lock = job_lock(run.job_id)
     if not lock.acquire():

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from jobs.errors import InvalidInput, JobNotFound
 from jobs.models import Job
-from jobs.services import on_run_finished
+from jobs.services import on_run_finished, on_run_started
 
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from .signals import run_finished
@@ -153,13 +153,19 @@ def enqueue_job(
     return run
 
 
-def start_run(run_id: int, *, worker: str, now: datetime) -> bool:
-    """queued → running. False when another delivery (or a cancel) got there
-    first: the caller must then do nothing at all."""
-    won = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=now, worker=worker[:255]
-    )
-    return won == 1
+def start_run(run: Run, *, worker: str, now: datetime) -> bool:
+    """queued → running, and interval triggers anchored on the run's start
+    move, in one transaction. False when another delivery (or a cancel) got
+    there first: the caller must then do nothing at all."""
+    with transaction.atomic():
+        won = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, started_at=now, worker=worker[:255]
+        )
+        if won != 1:
+            return False
+        on_run_started(run.job_id, started_at=now)
+    run.status, run.started_at, run.worker = RunStatus.RUNNING, now, worker[:255]
+    return True
 
 
 def finish_run(
@@ -173,8 +179,10 @@ def finish_run(
     result: Any = None,
     result_code: int | None = None,
 ) -> bool:
-    """from_status → a final status, with times and output. Sends
-    `run_finished` and moves interval triggers anchored on the run's end.
+    """from_status → a final status, with times and output, in one
+    transaction with its consequences: interval triggers anchored on the
+    run's end move, and `run_finished` receivers (the heartbeat) write in a
+    savepoint of their own, so their failure never undoes the run's end.
     False (and nothing written) when the run was not in `from_status`."""
     started = run.started_at
     fields: dict[str, Any] = {
@@ -187,17 +195,19 @@ def finish_run(
     }
     if output is not None:
         fields["output"] = output
-    if Run.objects.filter(pk=run.pk, status=from_status).update(**fields) != 1:
-        return False
-    for name, value in fields.items():
-        setattr(run, name, value)
-    on_run_finished(run.job_id, started_at=started, finished_at=now)
     extra = {"job_id": run.job_id, "run_id": run.pk}
+    with transaction.atomic():
+        if Run.objects.filter(pk=run.pk, status=from_status).update(**fields) != 1:
+            return False
+        for name, value in fields.items():
+            setattr(run, name, value)
+        on_run_finished(run.job_id, started_at=started, finished_at=now)
+        try:
+            with transaction.atomic():
+                run_finished.send(sender=Run, run=run)
+        except Exception:
+            log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
     log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
-    try:
-        run_finished.send(sender=Run, run=run)
-    except Exception:
-        log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
     return True
 
 

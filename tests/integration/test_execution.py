@@ -93,7 +93,7 @@ def test_an_unknown_target_fails_the_run_and_says_which(redis_client):
 def test_a_duplicate_delivery_of_a_run_that_is_not_queued_does_nothing(state, redis_client):
     run = run_of(make_job(target="tests.count", params={"key": "exec:dup"}))
     if state == "running":
-        assert start_run(run.pk, worker="other worker", now=T0)
+        assert start_run(run, worker="other worker", now=T0)
     else:
         assert execute_at(run, T0, T0 + SECOND) == RunStatus.SUCCEEDED
     before = Run.objects.filter(pk=run.pk).values().get()
@@ -196,7 +196,7 @@ def test_a_from_start_interval_skipped_while_the_job_was_busy_fires_again(redis_
         job, created_at=T0, kind="interval", interval_seconds=60, interval_anchor="from_start"
     )
     manual = run_of(job)
-    assert start_run(manual.pk, worker="test", now=T0 + 30 * SECOND)  # still running at T0+60 s
+    assert start_run(manual, worker="test", now=T0 + 30 * SECOND)  # still running at T0+60 s
     claim_due_runs(now=T0 + 60 * SECOND, limit=10)
     assert job.runs.get(trigger=RunTrigger.SCHEDULE).status == RunStatus.SKIPPED
     manual.refresh_from_db()
