@@ -15,6 +15,12 @@
 4. The run is inserted in the same transaction; the unique key
    (job, scheduled_for) is the last line of defence, so a race that got past
    step 3 still cannot create a second run for one fire time.
+The common case goes in bulk: one UPDATE advances every trigger of the
+batch (each row still guarded by its old next_run_at) and one INSERT
+writes the runs. Should either find a row that moved or a fire time that
+already has a run, the batch's transaction is rolled back and redone row by
+row, each insert in its own savepoint.
+
 5. After commit the caller publishes the returned run ids. A crash before
    publishing leaves queued, unpublished runs that `publish.sweep_unpublished`
    sends later.
@@ -25,11 +31,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import reduce
+from operator import or_
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, DateTimeField, IntegerField, Q, Value, When
+from django.db.models.functions import Cast
 
 from jobs.models import Trigger
-from jobs.scheduling import compute_claim
+from jobs.scheduling import Claim, compute_claim
 from jobs.services import trigger_spec
 
 from .models import Run, RunStatus, RunTrigger
@@ -49,24 +59,111 @@ class ClaimResult:
         return len(self.queued) + len(self.skipped)
 
 
+class _RowByRow(Exception):
+    """The bulk path met a race or a bad trigger: redo the batch row by row."""
+
+
 def claim_due_runs(*, now: datetime, limit: int) -> ClaimResult:
     """Claim up to `limit` due triggers and create their runs (see the
     module docstring). Returns the ids to publish after commit."""
+    if connection.features.can_return_rows_from_bulk_insert:
+        try:
+            return _claim_in_bulk(now=now, limit=limit)
+        except _RowByRow:
+            pass
     result = ClaimResult()
     with transaction.atomic():
-        due = (
-            Trigger.objects.filter(active=True, next_run_at__lte=now)
-            .select_related("job")
-            .order_by("next_run_at")
-        )
-        if connection.features.has_select_for_update_skip_locked:
-            due = due.select_for_update(skip_locked=True, of=("self",))
-        triggers = list(due[:limit])
-        if not triggers:
-            return result
-        busy = busy_job_ids([t.job_id for t in triggers], now=now)
+        triggers = _lock_due(now=now, limit=limit)
+        busy = busy_job_ids([t.job_id for t in triggers], now=now) if triggers else set()
         for trigger in triggers:
             _claim_one(trigger, now=now, busy=busy, result=result)
+    return result
+
+
+def _lock_due(*, now: datetime, limit: int) -> list[Trigger]:
+    due = (
+        Trigger.objects.filter(active=True, next_run_at__lte=now)
+        .select_related("job")
+        .order_by("next_run_at")
+    )
+    if connection.features.has_select_for_update_skip_locked:
+        due = due.select_for_update(skip_locked=True, of=("self",))
+    return list(due[:limit])
+
+
+def _new_run(trigger: Trigger, claim: Claim, *, now: datetime, is_busy: bool) -> Run:
+    """The run for a claimed fire time (unsaved); `skipped` if the job is busy."""
+    job = trigger.job
+    return Run(
+        job=job,
+        source_trigger=trigger,
+        trigger=RunTrigger.CATCHUP if claim.catchup else RunTrigger.SCHEDULE,
+        status=RunStatus.SKIPPED if is_busy else RunStatus.QUEUED,
+        priority=job.priority,
+        params=job.params,
+        scheduled_for=claim.scheduled_for,
+        enqueued_at=now,
+        finished_at=now if is_busy else None,
+        message=skipped_message(job.pk) if is_busy else "",
+        missed_count=claim.missed,
+    )
+
+
+def _collect(run: Run, result: ClaimResult) -> None:
+    (result.skipped if run.status == RunStatus.SKIPPED else result.queued).append(run.pk)
+
+
+def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
+    result = ClaimResult()
+    with transaction.atomic():
+        triggers = _lock_due(now=now, limit=limit)
+        if not triggers:
+            return result
+        try:
+            claims = [
+                compute_claim(trigger_spec(t), next_run_at=t.next_run_at, now=now) for t in triggers
+            ]
+        except Exception:
+            raise _RowByRow from None  # the row-by-row path parks the bad trigger
+        guard = reduce(or_, (Q(pk=t.pk, next_run_at=t.next_run_at) for t in triggers))
+
+        def per_row(values: list[object], field: DateTimeField | IntegerField) -> Case | Cast:
+            whens = [
+                When(pk=t.pk, then=Value(v, output_field=field))
+                for t, v in zip(triggers, values, strict=True)
+            ]
+            case = Case(*whens, output_field=field)
+            # PostgreSQL types an all-NULL CASE as text (as bulk_update knows).
+            return (
+                Cast(case, field) if connection.features.requires_casted_case_in_updates else case
+            )
+
+        won = Trigger.objects.filter(guard).update(
+            next_run_at=per_row([c.next_run_at for c in claims], DateTimeField()),
+            missed_count=per_row(
+                [t.missed_count + c.missed for t, c in zip(triggers, claims, strict=True)],
+                IntegerField(),
+            ),
+            last_fired_at=per_row(
+                [c.scheduled_for or t.last_fired_at for t, c in zip(triggers, claims, strict=True)],
+                DateTimeField(),
+            ),
+        )
+        if won != len(triggers):
+            raise _RowByRow
+        busy = busy_job_ids([t.job_id for t in triggers], now=now)
+        runs = []
+        for trigger, claim in zip(triggers, claims, strict=True):
+            if claim.scheduled_for is not None:
+                runs.append(_new_run(trigger, claim, now=now, is_busy=trigger.job_id in busy))
+                busy.add(trigger.job_id)  # a second trigger of the job in this batch: skipped
+        try:
+            with transaction.atomic():
+                Run.objects.bulk_create(runs)
+        except IntegrityError:
+            raise _RowByRow from None
+    for run in runs:
+        _collect(run, result)
     return result
 
 
@@ -94,28 +191,18 @@ def _claim_one(trigger: Trigger, *, now: datetime, busy: set[int], result: Claim
         return
     if claim.scheduled_for is None:
         return
-    job = trigger.job
-    is_busy = job.pk in busy
+    run = _new_run(trigger, claim, now=now, is_busy=trigger.job_id in busy)
     try:
         with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
-            run = Run.objects.create(
-                job=job,
-                source_trigger=trigger,
-                trigger=RunTrigger.CATCHUP if claim.catchup else RunTrigger.SCHEDULE,
-                status=RunStatus.SKIPPED if is_busy else RunStatus.QUEUED,
-                priority=job.priority,
-                params=job.params,
-                scheduled_for=claim.scheduled_for,
-                enqueued_at=now,
-                finished_at=now if is_busy else None,
-                message=skipped_message(job.pk) if is_busy else "",
-                missed_count=claim.missed,
-            )
+            run.save(force_insert=True)
     except IntegrityError:
         result.lost_races += 1
         log.info(
-            "fire time %s of job %s already has a run", claim.scheduled_for, job.pk, extra=extra
+            "fire time %s of job %s already has a run",
+            claim.scheduled_for,
+            trigger.job_id,
+            extra=extra,
         )
         return
-    (result.skipped if is_busy else result.queued).append(run.pk)
-    busy.add(job.pk)  # a second trigger of the same job in this batch now sees it busy
+    busy.add(trigger.job_id)
+    _collect(run, result)

@@ -39,16 +39,19 @@ def publish_runs(run_ids: Iterable[int], *, now: datetime) -> int:
         .select_related("job")
         .only("pk", "priority", "celery_task_id", "job__queue", "job__timeout_s")
     )
-    for run in runs:
-        execute_run.apply_async(
-            args=[run.pk],
-            task_id=run.celery_task_id,
-            queue=run.job.queue,
-            priority=run.priority,
-            soft_time_limit=run.job.timeout_s,
-            time_limit=run.job.timeout_s + HARD_KILL_GRACE_S,
-        )
-        sent.append(run.pk)
+    # One broker connection for the whole batch, not one from the pool per message.
+    with execute_run.app.producer_or_acquire() as producer:
+        for run in runs:
+            execute_run.apply_async(
+                args=[run.pk],
+                task_id=run.celery_task_id,
+                queue=run.job.queue,
+                priority=run.priority,
+                soft_time_limit=run.job.timeout_s,
+                time_limit=run.job.timeout_s + HARD_KILL_GRACE_S,
+                producer=producer,
+            )
+            sent.append(run.pk)
     if sent:
         Run.objects.filter(pk__in=sent, published_at__isnull=True).update(published_at=now)
     return len(sent)
