@@ -25,7 +25,7 @@ def run_tick(*, now: datetime) -> float:
         batch = settings.TAKT_CLAIM_BATCH
         while True:
             claimed = claim_due_runs(now=now, limit=batch)
-            publish_runs(claimed.queued, now=timezone.now())
+            publish_runs(claimed.to_publish, now=timezone.now())
             if claimed.claimed or claimed.lost_races:
                 log.info(
                     "dispatched %d runs (%d skipped, %d taken by another beat)",

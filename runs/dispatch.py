@@ -53,6 +53,7 @@ class ClaimResult:
     queued: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     lost_races: int = 0
+    to_publish: list[Run] = field(default_factory=list)  # the queued runs, job loaded
 
     @property
     def claimed(self) -> int:
@@ -110,7 +111,11 @@ def _new_run(trigger: Trigger, claim: Claim, *, now: datetime, is_busy: bool) ->
 
 
 def _collect(run: Run, result: ClaimResult) -> None:
-    (result.skipped if run.status == RunStatus.SKIPPED else result.queued).append(run.pk)
+    if run.status == RunStatus.SKIPPED:
+        result.skipped.append(run.pk)
+    else:
+        result.queued.append(run.pk)
+        result.to_publish.append(run)
 
 
 def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:

@@ -25,9 +25,11 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db.models import OuterRef
 from django.utils import timezone
 
 from jobs.registry import UnknownTarget, resolve
+from jobs.services import has_run_anchored_triggers
 
 from .context import JobContext, JobFailed
 from .locks import LockKeeper, job_lock
@@ -55,7 +57,11 @@ def execute(
     """Run `run_id` if it is still queued (see the module docstring).
     Returns the final status, or None when this delivery did nothing."""
     try:
-        run = Run.objects.select_related("job").get(pk=run_id)
+        run = (
+            Run.objects.select_related("job")
+            .annotate(waits_for_runs=has_run_anchored_triggers(OuterRef("job_id")))
+            .get(pk=run_id)
+        )
     except Run.DoesNotExist:
         log.warning(
             "run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id}

@@ -10,7 +10,9 @@ taken over can never extend or delete the new owner's lock.
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,36 +83,84 @@ def job_lock(job_id: int, *, ttl_s: float | None = None) -> JobLock:
     return JobLock(key=job_lock_key(job_id), ttl_ms=int(ttl * 1000))
 
 
-class LockKeeper(threading.Thread):
-    """Renews a lock every third of its TTL until stopped, and calls
-    `on_tick` each time (the run flushes its output there). A failed renewal
-    is logged; the run goes on, and maintenance treats it as lost if the
-    lock is gone when it looks."""
+class LockKeeper:
+    """Keeps one lock alive while its run lives: renews it every third of its
+    TTL and calls `on_tick` each time (the run saves its output there). A
+    failed renewal sets `lost` and is logged; the run goes on, and
+    maintenance treats it as lost if the lock is gone when it looks.
+
+    All keepers of a process share one daemon thread (`_Renewer`), so a run
+    costs no thread start; a prefork child that forked gets its own."""
 
     def __init__(self, lock: JobLock, on_tick: Callable[[], None] | None = None) -> None:
-        super().__init__(name=f"takt-lock-keeper-{lock.key}", daemon=True)
         self.lock = lock
         self.on_tick = on_tick
-        self._stop_event = threading.Event()
+        self.interval_s = max(lock.ttl_ms / 3000, 0.1)
         self.lost = False
 
-    def run(self) -> None:
-        interval = max(self.lock.ttl_ms / 3000, 0.1)
-        while not self._stop_event.wait(interval):
-            try:
-                if not self.lock.renew():
-                    self.lost = True
-                    log.warning("lock %s was lost before the run ended", self.lock.key)
-                if self.on_tick is not None:
-                    self.on_tick()
-            except Exception:  # keep renewing through a passing Redis or DB error
-                log.exception("renewing lock %s failed", self.lock.key)
-        # This thread's own database connection (on_tick may have opened one).
-        from django.db import connections
-
-        connections.close_all()
+    def start(self) -> None:
+        _renewer().add(self)
 
     def stop(self) -> None:
-        self._stop_event.set()
-        if self.is_alive():
-            self.join(timeout=5)
+        _renewer().discard(self)
+
+    def tick(self) -> None:
+        try:
+            if not self.lock.renew():
+                self.lost = True
+                log.warning("lock %s was lost before the run ended", self.lock.key)
+            if self.on_tick is not None:
+                self.on_tick()
+        except Exception:  # keep renewing through a passing Redis or DB error
+            log.exception("renewing lock %s failed", self.lock.key)
+
+
+class _Renewer(threading.Thread):
+    """The process's one renewal thread: wakes when the next keeper is due."""
+
+    def __init__(self) -> None:
+        super().__init__(name="takt-lock-renewer", daemon=True)
+        self._due: dict[LockKeeper, float] = {}
+        self._changed = threading.Condition()
+
+    def add(self, keeper: LockKeeper) -> None:
+        with self._changed:
+            self._due[keeper] = time.monotonic() + keeper.interval_s
+            self._changed.notify()
+
+    def discard(self, keeper: LockKeeper) -> None:
+        # Waits for a tick of this keeper that is under way to end, so that
+        # no renewal happens after stop() returns.
+        with self._changed:
+            self._due.pop(keeper, None)
+
+    def run(self) -> None:
+        from django.db import close_old_connections
+
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [k for k, at in self._due.items() if at <= now]
+                if not due:
+                    wake = min(self._due.values(), default=now + 60)
+                    self._changed.wait(timeout=max(wake - now, 0.01))
+                    continue
+                close_old_connections()
+                for keeper in due:
+                    keeper.tick()
+                    if keeper in self._due:
+                        self._due[keeper] = time.monotonic() + keeper.interval_s
+
+
+_RENEWER: _Renewer | None = None
+_RENEWER_PID = 0
+_RENEWER_LOCK = threading.Lock()
+
+
+def _renewer() -> _Renewer:
+    global _RENEWER, _RENEWER_PID
+    with _RENEWER_LOCK:
+        if _RENEWER is None or _RENEWER_PID != os.getpid() or not _RENEWER.is_alive():
+            _RENEWER, _RENEWER_PID = _Renewer(), os.getpid()
+            _RENEWER.start()
+        return _RENEWER

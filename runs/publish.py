@@ -29,25 +29,30 @@ HARD_KILL_GRACE_S = 30
 PUBLISH_BATCH = 500
 
 
-def publish_runs(run_ids: Iterable[int], *, now: datetime) -> int:
-    """Send every still-queued run among `run_ids` and mark it published.
-    Returns how many were sent."""
+def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
+    """Send runs and mark them published; returns how many were sent. Ids
+    are read from the database first and only still-queued runs are sent;
+    Run objects (just recorded by the caller, their job loaded) are sent as
+    they are."""
     from .tasks import execute_run
 
-    ids = list(run_ids)
-    if not ids:
+    items = list(runs)
+    if not items:
         return 0
+    ids = [item for item in items if not isinstance(item, Run)]
+    in_hand = [item for item in items if isinstance(item, Run)]
+    if ids:
+        in_hand += (
+            Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED)
+            .select_related("job")
+            .only("pk", "priority", "celery_task_id", "job__queue", "job__timeout_s")
+        )
     sent: list[int] = []
-    runs = (
-        Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED)
-        .select_related("job")
-        .only("pk", "priority", "celery_task_id", "job__queue", "job__timeout_s")
-    )
     # One broker connection for the whole batch, and (kombu >= 5.7 on Redis)
     # the messages go out in pipelined round trips instead of one each. Runs
     # are marked published only after the batch has been flushed.
     with execute_run.app.producer_or_acquire() as producer, _batch(producer):
-        for run in runs:
+        for run in in_hand:
             execute_run.apply_async(
                 args=[run.pk],
                 task_id=run.celery_task_id,
@@ -68,7 +73,7 @@ def _batch(producer: Any) -> AbstractContextManager[Any]:
     return batch(max_size=PUBLISH_BATCH) if batch is not None else nullcontext()
 
 
-def publish_after_commit(run_ids: list[int]) -> None:
+def publish_after_commit(run_ids: list[Run | int]) -> None:
     """Publish once the surrounding transaction commits (at once if none)."""
     from django.utils import timezone
 

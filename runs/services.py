@@ -149,7 +149,7 @@ def enqueue_job(
             dedupe_key=dedupe_key or "",
         )
         if run.status == RunStatus.QUEUED and run.scheduled_for <= now:
-            publish_after_commit([run.pk])
+            publish_after_commit([run])
     return run
 
 
@@ -163,7 +163,8 @@ def start_run(run: Run, *, worker: str, now: datetime) -> bool:
         )
         if won != 1:
             return False
-        on_run_started(run.job_id, started_at=now)
+        if _waits_for_runs(run):
+            on_run_started(run.job_id, started_at=now)
     run.status, run.started_at, run.worker = RunStatus.RUNNING, now, worker[:255]
     return True
 
@@ -180,10 +181,10 @@ def finish_run(
     result_code: int | None = None,
 ) -> bool:
     """from_status → a final status, with times and output, in one
-    transaction with its consequences: interval triggers anchored on the
-    run's end move, and `run_finished` receivers (the heartbeat) write in a
-    savepoint of their own, so their failure never undoes the run's end.
-    False (and nothing written) when the run was not in `from_status`."""
+    transaction with the interval triggers anchored on the run's end. Then
+    `run_finished` receivers (the heartbeat) run after the commit: their
+    failure never undoes the run's end. False (and nothing written) when
+    the run was not in `from_status`."""
     started = run.started_at
     fields: dict[str, Any] = {
         "status": status,
@@ -199,16 +200,22 @@ def finish_run(
     with transaction.atomic():
         if Run.objects.filter(pk=run.pk, status=from_status).update(**fields) != 1:
             return False
-        for name, value in fields.items():
-            setattr(run, name, value)
-        on_run_finished(run.job_id, started_at=started, finished_at=now)
-        try:
-            with transaction.atomic():
-                run_finished.send(sender=Run, run=run)
-        except Exception:
-            log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
+        if _waits_for_runs(run):
+            on_run_finished(run.job_id, started_at=started, finished_at=now)
+    for name, value in fields.items():
+        setattr(run, name, value)
     log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
+    try:
+        run_finished.send(sender=Run, run=run)
+    except Exception:
+        log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
     return True
+
+
+def _waits_for_runs(run: Run) -> bool:
+    """Whether the run's job has triggers anchored on its runs; unknown
+    (not annotated by the caller) counts as yes."""
+    return bool(getattr(run, "waits_for_runs", True))
 
 
 def save_output(run_id: int, output: str) -> None:
