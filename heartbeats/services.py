@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from runs.models import Run, RunStatus
@@ -37,15 +37,18 @@ def record_run_heartbeat(run: Run) -> bool:
     if not failed:
         changes["last_success_at"] = run.finished_at
     try:
-        with transaction.atomic():
-            updated = Heartbeat.objects.filter(job_id=run.job_id).update(**changes)
-            if not updated:
+        if Heartbeat.objects.filter(job_id=run.job_id).update(**changes):
+            return True
+        try:
+            with transaction.atomic():  # the first report creates the row
                 Heartbeat.objects.create(
                     job_id=run.job_id,
                     **{k: v for k, v in changes.items() if k not in ("run_count", "failure_count")},
                     run_count=1,
                     failure_count=1 if failed else 0,
                 )
+        except IntegrityError:  # another worker's first report was quicker
+            Heartbeat.objects.filter(job_id=run.job_id).update(**changes)
         return True
     except Exception:
         log.exception("writing the heartbeat of run %s failed", run.pk)

@@ -59,6 +59,7 @@ def execute(
     try:
         run = (
             Run.objects.select_related("job")
+            .defer("output", "result", "message")
             .annotate(waits_for_runs=has_run_anchored_triggers(OuterRef("job_id")))
             .get(pk=run_id)
         )
