@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists
 
 from . import registry
 from . import triggers as core
@@ -163,17 +161,6 @@ def set_jobs_enabled(job_ids: list[int], enabled: bool) -> int:
 
 
 RUN_ANCHORS = (core.IntervalAnchor.FROM_START.value, core.IntervalAnchor.FROM_FINISH.value)
-
-
-def has_run_anchored_triggers(job_id: Any) -> Exists:
-    """An EXISTS expression (for annotate()): does the job have interval
-    triggers that wait for its runs? The worker skips on_run_started/
-    on_run_finished for jobs that have none (most), saving two queries."""
-    return Exists(
-        Trigger.objects.filter(
-            job_id=job_id, kind=TriggerKind.INTERVAL, interval_anchor__in=RUN_ANCHORS
-        )
-    )
 
 
 def on_run_started(job_id: int, *, started_at: datetime) -> None:

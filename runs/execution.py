@@ -25,13 +25,12 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db.models import OuterRef
 from django.utils import timezone
 
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import has_run_anchored_triggers
 
 from .context import JobContext, JobFailed
+from .loading import load_run
 from .locks import LockKeeper, job_lock
 from .models import Run, RunStatus
 from .services import finish_run, save_output, start_run
@@ -56,14 +55,8 @@ def execute(
 ) -> str | None:
     """Run `run_id` if it is still queued (see the module docstring).
     Returns the final status, or None when this delivery did nothing."""
-    try:
-        run = (
-            Run.objects.select_related("job")
-            .defer("output", "result", "message")
-            .annotate(waits_for_runs=has_run_anchored_triggers(OuterRef("job_id")))
-            .get(pk=run_id)
-        )
-    except Run.DoesNotExist:
+    run = load_run(run_id)
+    if run is None:
         log.warning(
             "run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id}
         )
