@@ -17,6 +17,7 @@ from jobs.errors import InvalidInput, JobNotFound
 from jobs.models import Job
 from jobs.services import on_run_finished, on_run_started
 
+from .statements import cas_update
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from .signals import run_finished
 
@@ -159,10 +160,8 @@ def start_run(run: Run, *, worker: str, now: datetime) -> bool:
     move, in one transaction. False when another delivery (or a cancel) got
     there first: the caller must then do nothing at all."""
     with _atomic_if(_waits_for_runs(run)):
-        won = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, started_at=now, worker=worker[:255]
-        )
-        if won != 1:
+        changes = {"status": RunStatus.RUNNING, "started_at": now, "worker": worker[:255]}
+        if not cas_update(run.pk, expected_status=RunStatus.QUEUED, changes=changes):
             return False
         if _waits_for_runs(run):
             on_run_started(run.job_id, started_at=now)
@@ -199,7 +198,7 @@ def finish_run(
         fields["output"] = output
     extra = {"job_id": run.job_id, "run_id": run.pk}
     with _atomic_if(_waits_for_runs(run)):
-        if Run.objects.filter(pk=run.pk, status=from_status).update(**fields) != 1:
+        if not cas_update(run.pk, expected_status=from_status, changes=fields):
             return False
         if _waits_for_runs(run):
             on_run_finished(run.job_id, started_at=started, finished_at=now)

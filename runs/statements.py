@@ -1,11 +1,13 @@
-"""Loading a run for the worker in one plain SQL statement.
+"""The worker's per-run statements in plain SQL: loading a run with its job,
+and compare-and-set updates of a run's status.
 
 The worker reads a run and its job once per delivery. Through the ORM
 (select_related, an EXISTS annotation) that read cost ~1.7 ms on
 PostgreSQL here, of which ~1.5 ms was Django building and compiling the
 query; this statement costs ~0.25 ms (see benchmarks/README.md). Table and
 column names come from the models, so a renamed field breaks loudly here,
-not silently.
+not silently. `cas_update` does what ``filter(pk=…, status=…).update(…)``
+does, without the ORM's query compiler (0.5 ms of the 1.1 ms it took).
 """
 
 from __future__ import annotations
@@ -77,3 +79,21 @@ def _from_db(model: type[Any], name: str, value: Any) -> Any:
     for converter in converters:
         value = converter(value, field.get_col(model._meta.db_table), connection)
     return value
+
+
+def cas_update(run_id: int, *, expected_status: str, changes: dict[str, Any]) -> bool:
+    """UPDATE the run's `changes` (field name -> value) if its status is
+    still `expected_status`; returns whether this call won. Values go
+    through each field's get_db_prep_save, as the ORM does."""
+    assignments, params = [], []
+    for name, value in changes.items():
+        field = Run._meta.get_field(name)
+        assignments.append(f"{connection.ops.quote_name(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    sql = (
+        f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {', '.join(assignments)}"
+        f" WHERE {_col(Run, 'id')} = %s AND {_col(Run, 'status')} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, run_id, expected_status])
+        return bool(cursor.rowcount == 1)
