@@ -30,10 +30,10 @@ from django.utils import timezone
 from jobs.registry import UnknownTarget, resolve
 
 from .context import JobContext, JobFailed
-from .statements import load_run
 from .locks import LockKeeper, job_lock
 from .models import Run, RunStatus
 from .services import finish_run, save_output, start_run
+from .statements import load_run
 
 log = logging.getLogger("takt.execution")
 

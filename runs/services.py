@@ -17,9 +17,9 @@ from jobs.errors import InvalidInput, JobNotFound
 from jobs.models import Job
 from jobs.services import on_run_finished, on_run_started
 
-from .statements import cas_update
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from .signals import run_finished
+from .statements import cas_update
 
 log = logging.getLogger("takt.runs")
 
