@@ -5,12 +5,14 @@
 #                            flower (and a private Redis unless REDIS_URL is set)
 #   make test [ARGS="-k x"]  the pytest suite (DATABASE_URL=postgres://... for PostgreSQL)
 #   make lint                ruff check + ruff format --check
+#   make bench               benchmarks, full matrix (20-40 min; see benchmarks/README.md)
+#   make bench-quick         benchmarks, small sizes (under 3 minutes)
 #   make clean               remove var/ (all local state), .venv and takt.egg-info
 
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint clean
+.PHONY: help run test lint clean bench bench-quick
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -23,6 +25,12 @@ test:
 
 lint:
 	@bash deploy/dev/lint.sh
+
+bench:
+	@bash benchmarks/bench.sh --profile full $(ARGS)
+
+bench-quick:
+	@bash benchmarks/bench.sh --profile quick $(ARGS)
 
 clean:
 	rm -rf var .venv takt.egg-info
