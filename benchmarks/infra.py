@@ -1,0 +1,186 @@
+"""Processes and databases the benchmark owns: a private redis-server on a
+free port, a SQLite file in a temporary directory, the PostgreSQL database
+``takt_bench`` (created and dropped here), and celery beat/worker children.
+
+Every child runs in its own session and is stopped with its whole process
+group; every wait has a deadline. Nothing here touches the machine's own
+Redis (6379) or any other database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_DB_NAME = "takt_bench"
+DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432"
+STARTUP_TIMEOUT_S = 60
+
+# Every process started here, so that a crash or Ctrl-C still stops them.
+_LIVE: list[Proc] = []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Proc:
+    """A child process writing to a log file, stopped with its process group."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}-{uuid.uuid4().hex[:6]}.log"
+        self._log = self.log_path.open("wb")
+        self.popen = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        _LIVE.append(self)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, text: str, timeout: float = STARTUP_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.name} exited early:\n{self.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{self.name} not ready after {timeout} s:\n{self.log()[-3000:]}"
+                )
+            time.sleep(0.05)
+
+    def rss_bytes(self) -> int:
+        import psutil
+
+        return int(psutil.Process(self.pid).memory_info().rss)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+                self.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(timeout=10)
+            except ProcessLookupError:
+                pass
+        self._log.close()
+        if self in _LIVE:
+            _LIVE.remove(self)
+
+
+def stop_all() -> None:
+    for proc in reversed(list(_LIVE)):
+        proc.stop()
+
+
+def start_redis(workdir: Path, log_dir: Path) -> tuple[Proc, str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", str(workdir)]  # fmt: skip
+    proc = Proc("redis", argv, dict(os.environ), log_dir)
+    proc.wait_for("Ready to accept connections", timeout=15)
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def sqlite_url(workdir: Path) -> str:
+    return f"sqlite:///{workdir / 'bench.sqlite3'}"
+
+
+def _pg_admin(base_url: str):  # type: ignore[no-untyped-def]
+    import psycopg
+
+    return psycopg.connect(f"{base_url}/postgres", autocommit=True, connect_timeout=3)
+
+
+def create_postgres(base_url: str = DEFAULT_PG_URL) -> str | None:
+    """(Re)create takt_bench; None when PostgreSQL does not answer."""
+    try:
+        with _pg_admin(base_url) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB_NAME} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {PG_DB_NAME}")
+    except Exception as exc:  # no server, no driver, no rights: skip the PG rows
+        print(f"PostgreSQL at {base_url} unavailable ({type(exc).__name__}: {exc})".strip())
+        return None
+    return f"{base_url}/{PG_DB_NAME}"
+
+
+def drop_postgres(base_url: str = DEFAULT_PG_URL) -> None:
+    try:
+        with _pg_admin(base_url) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB_NAME} WITH (FORCE)")
+    except Exception as exc:
+        print(f"could not drop {PG_DB_NAME}: {exc}")
+
+
+def base_env(db_url: str, redis_url: str, var_dir: Path) -> dict[str, str]:
+    """The environment of every benchmark child (Takt settings by default)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAKT_", "DJANGO_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="scheduler_project.settings",
+        DATABASE_URL=db_url,
+        REDIS_URL=redis_url,
+        TAKT_VAR_DIR=str(var_dir),
+        TAKT_TIME_ZONE="UTC",
+        TAKT_POLL_SECONDS="1",
+        # BENCH_EXTRA_MODULES / BENCH_EXTRA_PATH: import a module in every Takt
+        # process (e.g. a prototype of a fix, before it lands in the app).
+        TAKT_JOB_MODULES=",".join(
+            filter(None, ["benchmarks.noop", os.environ.get("BENCH_EXTRA_MODULES")])
+        ),
+        TAKT_LOG_LEVEL="WARNING",
+        DJANGO_DEBUG="false",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("BENCH_EXTRA_PATH")])),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def migrate(env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.settings"},
+        check=True, timeout=300,
+    )  # fmt: skip
+
+
+def start_beat(env: dict[str, str], log_dir: Path, **extra: str) -> Proc:
+    """A real ``celery beat -S jobs.beat:TaktScheduler``."""
+    argv = [sys.executable, "-m", "celery", "-A", "scheduler_project", "beat", "-l", "info",
+            "-S", "jobs.beat:TaktScheduler", "--pidfile=",
+            "-s", str(log_dir / f"beat-{uuid.uuid4().hex[:6]}")]  # fmt: skip
+    proc = Proc("beat", argv, {**env, **extra}, log_dir)
+    proc.wait_for("beat: Starting")
+    return proc
+
+
+def start_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2) -> Proc:
+    """A real prefork worker on queue `takt` (Takt's settings: acks late,
+    prefetch 1), the same for Takt runs and plain Celery tasks. It logs at
+    WARNING, so that per-task log lines do not count against either side."""
+    argv = [sys.executable, "-m", "celery", "-A", "scheduler_project", "worker", "-l", "warning",
+            "--pool=prefork", f"--concurrency={concurrency}", "-Q", "takt",
+            "-n", f"bench-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
+            "--without-heartbeat"]  # fmt: skip
+    proc = Proc("worker", argv, env, log_dir)
+    proc.wait_for("[queues]")  # the banner; readiness itself: see wait_worker_ready
+    return proc

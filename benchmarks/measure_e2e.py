@@ -1,0 +1,92 @@
+"""4. End-to-end overhead: N no-op runs through Takt against N no-op
+``delay()`` calls in plain Celery, on one real worker (prefork,
+concurrency 2, Takt's Celery settings: acks late, prefetch 1, priority
+queues).
+
+Takt: N jobs targeting ``bench.noop``; the clock runs from the first
+``enqueue_job()`` (insert the run, publish after commit) until the database
+shows N succeeded runs, each having gone through the worker's
+compare-and-set, job lock, lock keeper, finish and heartbeat.
+Plain Celery: ``bench.noop_task.delay()`` N times; the clock runs until
+the tasks' Redis counter reaches N (each task does one INCR: no result
+backend). Both are polled every 20 ms from this process. The two sides
+alternate within each repetition; a warm-up round runs first.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.db import connection
+
+from jobs.models import Job
+from runs.models import Run, RunStatus
+from runs.services import enqueue_job
+
+from . import seed
+from .infra import start_worker
+from .noop import DONE_KEY, noop_task
+from .suite_ctx import Ctx, row, wait_until
+
+WARMUP = 40
+
+
+def _clear_runs() -> None:
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {Run._meta.db_table}")
+
+
+def takt_round(ctx: Ctx, jobs: list[Job], timeout: float) -> float:
+    _clear_runs()
+    n = len(jobs)
+    t0 = time.time()
+    for job in jobs:
+        enqueue_job(job, trigger="api")
+    done = wait_until(
+        lambda: Run.objects.filter(status=RunStatus.SUCCEEDED).count() >= n,
+        timeout=timeout, what=f"{n} Takt runs",
+    )  # fmt: skip
+    return n / (done - t0)
+
+
+def plain_round(ctx: Ctx, n: int, timeout: float) -> float:
+    ctx.redis.set(DONE_KEY, 0)
+    t0 = time.time()
+    for _ in range(n):
+        noop_task.delay()
+    done = wait_until(
+        lambda: int(ctx.redis.get(DONE_KEY) or 0) >= n, timeout=timeout, what=f"{n} Celery tasks"
+    )
+    return n / (done - t0)
+
+
+def run(ctx: Ctx, n: int, reps: int) -> list[dict[str, Any]]:
+    seed.wipe()
+    ctx.drop_queued_messages()
+    jobs = seed.add_plain_jobs(n)
+    worker = start_worker(ctx.env, ctx.log_dir)
+    timeout = 60 + n / 20  # a floor of 20 runs/s before giving up
+    takt: list[float] = []
+    plain: list[float] = []
+    try:
+        plain_round(ctx, WARMUP, timeout=60)  # also: the worker is ready
+        takt_round(ctx, jobs[:WARMUP], timeout=60)
+        for i in range(reps):
+            # Alternate which side goes first, so drift hits both alike.
+            order = ("takt", "plain") if i % 2 == 0 else ("plain", "takt")
+            for side in order:
+                if side == "takt":
+                    takt.append(takt_round(ctx, jobs, timeout))
+                else:
+                    plain.append(plain_round(ctx, n, timeout))
+            ctx.say(f"e2e: {n:,} runs: Takt {takt[-1]:.0f}/s, plain Celery {plain[-1]:.0f}/s")
+    finally:
+        worker.stop()
+    ctx.drop_queued_messages()
+    seed.wipe()
+    case = f"{n:,} no-op runs"
+    return [
+        row("e2e", case, "runs per second", "takt", "/s", takt, n=n),
+        row("e2e", case, "runs per second", "celery", "/s", plain, n=n),
+    ]

@@ -1,0 +1,203 @@
+"""Turning result rows into the Markdown tables that ``make bench`` prints:
+median and spread (min–max over the repetitions, n = how many), the ratio
+to the anchor measured in the same run, and each target met or missed."""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+import subprocess
+from pathlib import Path
+from typing import Any
+
+DBS = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+ROOT = Path(__file__).resolve().parent.parent
+APP_DIRS = ("jobs", "runs", "heartbeats", "scheduler_project")
+
+
+def fmt(x: float) -> str:
+    if math.isnan(x):
+        return "–"
+    if x == int(x) and abs(x) < 1e6:
+        return f"{int(x):,}"
+    a = abs(x)
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    if a >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def med(r: dict[str, Any] | None) -> float:
+    vals = [v for v in (r or {}).get("values", []) if not math.isnan(v)]
+    return statistics.median(vals) if vals else math.nan
+
+
+def cell(r: dict[str, Any] | None) -> str:
+    vals = [v for v in (r or {}).get("values", []) if not math.isnan(v)]
+    if not vals:
+        return "–"
+    if len(vals) == 1:
+        return f"{fmt(vals[0])} (n=1)"
+    return f"{fmt(statistics.median(vals))} ({fmt(min(vals))}–{fmt(max(vals))}, n={len(vals)})"
+
+
+def ratio(a: float, b: float) -> str:
+    return "–" if math.isnan(a) or math.isnan(b) or b == 0 else f"{a / b:.2g}×"
+
+
+def verdict(ok: bool | None, text: str) -> str:
+    return text if ok is None else f"{'✅' if ok else '❌'} {text}"
+
+
+class Rows:
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+
+    def find(self, **kw: Any) -> dict[str, Any] | None:
+        for r in self.rows:
+            if all(r.get(k) == v for k, v in kw.items()):
+                return r
+        return None
+
+    def values(self, key: str, **kw: Any) -> list[Any]:
+        seen: list[Any] = []
+        for r in self.rows:
+            if all(r.get(k) == v for k, v in kw.items()) and r.get(key) not in seen:
+                seen.append(r.get(key))
+        return seen
+
+
+def tick_table(R: Rows) -> list[str]:
+    out = ["| database | jobs | figure | Takt | django-celery-beat | Takt ÷ dcb | target |",
+           "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for db in R.values("db", section="tick"):
+        first = R.values("n", section="tick", db=db)[0]
+        base = med(R.find(db=db, section="tick", n=first, metric="idle tick", system="takt"))
+        for n in R.values("n", section="tick", db=db):
+            for metric, unit in (("schedule build", "s"), ("idle tick", "ms"),
+                                 ("tick after one edit", "ms"), ("beat memory (RSS)", "MB"),
+                                 ("probe process RSS", "MB")):  # fmt: skip
+                t = R.find(db=db, section="tick", n=n, metric=metric, system="takt")
+                d = R.find(db=db, section="tick", n=n, metric=metric, system="dcb")
+                m = med(t)
+                target = ""
+                if metric == "idle tick":
+                    ok = m < 5 and (n == first or m <= 2 * base)
+                    target = verdict(ok, f"< 5 ms; {ratio(m, base)} the {first:,}-job tick (≤ 2×)")
+                elif metric == "tick after one edit":
+                    target = verdict(m < 20, "< 20 ms")
+                elif metric == "beat memory (RSS)":
+                    target = verdict(m < 120, "< 120 MB")
+                out.append(f"| {DBS[db]} | {n:,} | {metric} ({unit}) | {cell(t)} | {cell(d)} "
+                           f"| {ratio(m, med(d))} | {target} |")  # fmt: skip
+    return out
+
+
+def dispatch_table(R: Rows) -> list[str]:
+    out = ["| database | due at once | Takt: fire time → all published (s) | Takt: runs published per second "
+           "| anchor: K plain `delay()` calls (s) | Takt ÷ anchor | target |",
+           "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for db in R.values("db", section="dispatch"):
+        for k in R.values("k", section="dispatch", db=db):
+            secs = R.find(
+                db=db, section="dispatch", k=k, metric="fire time → all published", system="takt"
+            )
+            rate = R.find(
+                db=db, section="dispatch", k=k, metric="runs published per second", system="takt"
+            )
+            plain = R.find(
+                db=db, section="dispatch", k=k, metric="fire time → all published", system="celery"
+            )
+            target = (
+                verdict(med(secs) < 10, "< 10 s") if k == 10_000 else "(target: 10,000 in 10 s)"
+            )
+            out.append(f"| {DBS[db]} | {k:,} | {cell(secs)} | {cell(rate)} | {cell(plain)} "
+                       f"| {ratio(med(secs), med(plain))} | {target} |")  # fmt: skip
+    return out
+
+
+def lag_table(R: Rows) -> list[str]:
+    out = ["| database | load | p50 lag (s) | p99 lag (s) | max lag (s) | runs started | not started by the end | skipped (job busy) | target |",
+           "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for db in R.values("db", section="lag"):
+        for case in R.values("case", section="lag", db=db):
+
+            def get(m: str, db: str = db, case: str = case) -> dict[str, Any] | None:
+                return R.find(db=db, section="lag", case=case, metric=m)
+
+            p99 = get("p99 lag")
+            behind = (
+                med(get("not started by the end")) > 0 or (p99 or {}).get("backlog_at_end", 0) > 0
+            )
+            target = ("workers fell behind: not the scheduler's lag" if behind
+                      else verdict(med(p99) < 1.5, "p99 < 1.5 s"))  # fmt: skip
+            cells = " | ".join(cell(get(m)) for m in ("p50 lag", "p99 lag", "max lag", "runs started",
+                                                      "not started by the end", "skipped (job busy)"))  # fmt: skip
+            out.append(f"| {DBS[db]} | {case} | {cells} | {target} |")
+    return out
+
+
+def e2e_table(R: Rows) -> list[str]:
+    out = [
+        "| database | runs | Takt (runs/s) | plain Celery (tasks/s) | Takt ÷ Celery | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for db in R.values("db", section="e2e"):
+        for case in R.values("case", section="e2e", db=db):
+            t = R.find(db=db, section="e2e", case=case, system="takt")
+            c = R.find(db=db, section="e2e", case=case, system="celery")
+            ok = med(t) >= 0.5 * med(c)
+            out.append(f"| {DBS[db]} | {case} | {cell(t)} | {cell(c)} | {ratio(med(t), med(c))} "
+                       f"| {verdict(ok, '≥ 0.5×')} |")  # fmt: skip
+    return out
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception:
+        return "?"
+
+
+def machine() -> str:
+    import sqlite3
+    from importlib.metadata import version
+
+    import psutil
+
+    cpu = "?"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                   if line.startswith("model name"))  # fmt: skip
+    except Exception:
+        pass
+    libs = ", ".join(f"{p} {version(p)}" for p in ("django", "celery", "kombu", "redis", "psycopg", "django-celery-beat"))  # fmt: skip
+    return (f"{psutil.cpu_count()} cores ({cpu}), {psutil.virtual_memory().total / 2**30:.0f} GB RAM, "
+            f"{platform.platform()}; Python {platform.python_version()}; {libs}; "
+            f"{_version(['redis-server', '--version']).split(' sha')[0]}; SQLite {sqlite3.sqlite_version}; "
+            f"{_version(['psql', '--version'])}")  # fmt: skip
+
+
+def revision() -> str:
+    """The commit measured, and whether the app code differed from it."""
+    head = _version(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]) or "?"
+    dirty = _version(["git", "-C", str(ROOT), "status", "--porcelain", "--", *APP_DIRS])
+    return f"{head}{' + uncommitted changes in the app code' if dirty else ''}"
+
+
+def render(rows: list[dict[str, Any]], title: str, notes: list[str]) -> str:
+    R = Rows(rows)
+    parts = [f"## {title}", "", f"Code: {revision()}.", "", f"Machine: {machine()}", ""]
+    parts += [f"- {n}" for n in notes] + [""] if notes else []
+    sections = (("1. Tick cost against the number of idle jobs", "tick", tick_table),
+                ("2. Dispatch throughput: K jobs due at the same instant", "dispatch", dispatch_table),
+                ("3. Scheduling lag (started_at − scheduled_for)", "lag", lag_table),
+                ("4. End-to-end no-op throughput", "e2e", e2e_table))  # fmt: skip
+    for heading, key, table in sections:
+        if any(r["section"] == key for r in rows):
+            parts += [f"### {heading}", "", *table(R), ""]
+    return "\n".join(parts)
