@@ -15,9 +15,9 @@
 4. The run is inserted in the same transaction; the unique key
    (job, scheduled_for) is the last line of defence, so a race that got past
    step 3 still cannot create a second run for one fire time.
-The common case goes in bulk: one UPDATE advances every trigger of the
-batch (each row still guarded by its old next_run_at) and one INSERT
-writes the runs. Should either find a row that moved or a fire time that
+The common case goes in bulk: one batched UPDATE statement advances every
+trigger of the batch (each row still guarded by its old next_run_at) and
+one INSERT writes the runs. Should either find a row that moved or a fire time that
 already has a run, the batch's transaction is rolled back and redone row by
 row, each insert in its own savepoint.
 
@@ -31,12 +31,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import reduce
-from operator import or_
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, DateTimeField, IntegerField, Q, Value, When
-from django.db.models.functions import Cast
 
 from jobs.models import Trigger
 from jobs.scheduling import Claim, compute_claim
@@ -44,6 +40,7 @@ from jobs.services import trigger_spec
 
 from .models import Run, RunStatus, RunTrigger
 from .services import busy_job_ids, skipped_message
+from .statements import advance_triggers
 
 log = logging.getLogger("takt.dispatch")
 
@@ -130,29 +127,17 @@ def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
             ]
         except Exception:
             raise _RowByRow from None  # the row-by-row path parks the bad trigger
-        guard = reduce(or_, (Q(pk=t.pk, next_run_at=t.next_run_at) for t in triggers))
-
-        def per_row(values: list[object], field: DateTimeField | IntegerField) -> Case | Cast:
-            whens = [
-                When(pk=t.pk, then=Value(v, output_field=field))
-                for t, v in zip(triggers, values, strict=True)
+        won = advance_triggers(
+            [
+                (
+                    t.pk,
+                    t.next_run_at,
+                    c.next_run_at,
+                    t.missed_count + c.missed,
+                    c.scheduled_for or t.last_fired_at,
+                )
+                for t, c in zip(triggers, claims, strict=True)
             ]
-            case = Case(*whens, output_field=field)
-            # PostgreSQL types an all-NULL CASE as text (as bulk_update knows).
-            return (
-                Cast(case, field) if connection.features.requires_casted_case_in_updates else case
-            )
-
-        won = Trigger.objects.filter(guard).update(
-            next_run_at=per_row([c.next_run_at for c in claims], DateTimeField()),
-            missed_count=per_row(
-                [t.missed_count + c.missed for t, c in zip(triggers, claims, strict=True)],
-                IntegerField(),
-            ),
-            last_fired_at=per_row(
-                [c.scheduled_for or t.last_fired_at for t, c in zip(triggers, claims, strict=True)],
-                DateTimeField(),
-            ),
         )
         if won != len(triggers):
             raise _RowByRow
