@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Any
 
@@ -25,10 +26,11 @@ class Command(BaseCommand):
             )
             return
         password = secrets.token_urlsafe(12)
+        port = os.environ.get("TAKT_WEB_PORT", "8000")
         User.objects.create_superuser(options["username"], "", password)
         bar = "=" * 64
         self.stdout.write(
-            f"{bar}\nAdmin account created. Log in at http://127.0.0.1:8000/admin/\n"
+            f"{bar}\nAdmin account created. Log in at http://127.0.0.1:{port}/admin/\n"
             f"  user:     {options['username']}\n  password: {password}\n"
             f"This password is shown only now. Change it: manage.py changepassword {options['username']}\n{bar}"
         )
