@@ -51,7 +51,7 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
     # One broker connection for the whole batch, and (kombu >= 5.7 on Redis)
     # the messages go out in pipelined round trips instead of one each. Runs
     # are marked published only after the batch has been flushed.
-    with execute_run.app.producer_or_acquire() as producer, _batch(producer):
+    with execute_run.app.producer_or_acquire() as producer, _batch(producer, len(in_hand)):
         for run in in_hand:
             execute_run.apply_async(
                 args=[run.pk],
@@ -68,9 +68,11 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
     return len(sent)
 
 
-def _batch(producer: Any) -> AbstractContextManager[Any]:
-    batch = getattr(producer, "batch", None)
-    return batch(max_size=PUBLISH_BATCH) if batch is not None else nullcontext()
+def _batch(producer: Any, size: int) -> AbstractContextManager[Any]:
+    batch = getattr(producer, "batch", None)  # kombu >= 5.7
+    if batch is None or size < 2:  # a pipeline for one message only costs
+        return nullcontext()
+    return batch(max_size=PUBLISH_BATCH)  # type: ignore[no-any-return]
 
 
 def publish_after_commit(run_ids: list[Run | int]) -> None:
