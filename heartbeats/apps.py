@@ -1,5 +1,3 @@
-from typing import Any
-
 from django.apps import AppConfig
 
 
@@ -11,9 +9,7 @@ class HeartbeatsConfig(AppConfig):
     def ready(self) -> None:
         from runs.signals import run_finished
 
-        from .services import record_run_heartbeat
+        from .services import on_run_finished
 
-        def on_run_finished(sender: Any, run: Any, **kwargs: Any) -> None:
-            record_run_heartbeat(run)
-
-        run_finished.connect(on_run_finished, dispatch_uid="takt.heartbeats.record_run")
+        # weak=False: a receiver is never collected while the app is loaded.
+        run_finished.connect(on_run_finished, weak=False, dispatch_uid="takt.heartbeats.record_run")

@@ -4,6 +4,7 @@ run it reports (F-60)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -53,3 +54,8 @@ def record_run_heartbeat(run: Run) -> bool:
     except Exception:
         log.exception("writing the heartbeat of run %s failed", run.pk)
     return False
+
+
+def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
+    """Receiver of runs.signals.run_finished."""
+    record_run_heartbeat(run)

@@ -204,3 +204,18 @@ def test_a_from_start_interval_skipped_while_the_job_was_busy_fires_again(redis_
 
     trigger.refresh_from_db()
     assert trigger.next_run_at is not None, "the trigger never fires again"
+
+
+def test_the_heartbeat_receiver_survives_garbage_collection():
+    import gc
+    import weakref
+
+    from runs.signals import run_finished
+
+    gc.collect()
+    live = [
+        ref
+        for _, ref, _ in run_finished.receivers
+        if not isinstance(ref, weakref.ReferenceType) or ref() is not None
+    ]
+    assert live, "the heartbeat receiver was collected: heartbeats would never be written"
