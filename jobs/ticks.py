@@ -23,7 +23,8 @@ def run_tick(*, now: datetime) -> float:
 
     # One index probe first: an idle tick takes no lock and opens no
     # transaction (on SQLite, no write lock every poll).
-    if settings.TAKT_SCHEDULER_ENABLED and seconds_until_next_fire(now=now) <= 0:
+    wait = seconds_until_next_fire(now=now)
+    if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
         batch = settings.TAKT_CLAIM_BATCH
         while True:
             claimed = claim_due_runs(now=now, limit=batch)
@@ -37,8 +38,11 @@ def run_tick(*, now: datetime) -> float:
                 )
             if claimed.claimed + claimed.lost_races < batch:
                 break
+        wait = seconds_until_next_fire(now=timezone.now())
+    elif not settings.TAKT_SCHEDULER_ENABLED:
+        wait = float(settings.TAKT_POLL_SECONDS)  # due times stay due; nothing to wake for
     sweep_unpublished(now=now)
-    return seconds_until_next_fire(now=timezone.now())
+    return wait
 
 
 def seconds_until_next_fire(*, now: datetime) -> float:
