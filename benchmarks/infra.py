@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.processes import ROOT, free_port
+from tests.processes import Proc as BaseProc
+
 PG_DB_NAME = "takt_bench"
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432"
 STARTUP_TIMEOUT_S = 60
@@ -28,42 +27,16 @@ STARTUP_TIMEOUT_S = 60
 _LIVE: list[Proc] = []
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Proc:
-    """A child process writing to a log file, stopped with its process group."""
+class Proc(BaseProc):
+    """A benchmark child process: remembered until stopped, so `stop_all`
+    can end whatever an error left running."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
-        self.name = name
-        self.log_path = log_dir / f"{name}-{uuid.uuid4().hex[:6]}.log"
-        self._log = self.log_path.open("wb")
-        self.popen = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
+        super().__init__(name, argv, env, log_dir)
         _LIVE.append(self)
 
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
     def wait_for(self, text: str, timeout: float = STARTUP_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log():
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited early:\n{self.log()[-3000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{self.name} not ready after {timeout} s:\n{self.log()[-3000:]}"
-                )
-            time.sleep(0.05)
+        super().wait_for(text, timeout)
 
     def rss_bytes(self) -> int:
         import psutil
@@ -71,16 +44,7 @@ class Proc:
         return int(psutil.Process(self.pid).memory_info().rss)
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGTERM)
-                self.popen.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(timeout=10)
-            except ProcessLookupError:
-                pass
-        self._log.close()
+        super().stop()
         if self in _LIVE:
             _LIVE.remove(self)
 

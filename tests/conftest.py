@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,14 +17,9 @@ import redis
 from django.test.utils import override_settings
 
 import tests.sample_jobs  # noqa: F401  (registers the sample callables)
+from tests.processes import free_port
 
 TEST_TIME_ZONE = "Europe/Berlin"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -4,19 +4,17 @@ database and the private Redis."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import ROOT, Proc
+
 STARTUP_TIMEOUT_S = 30
 
 
@@ -30,48 +28,6 @@ def database_url() -> str:
     if s.get("PASSWORD"):
         auth += f":{s['PASSWORD']}"
     return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
-
-
-class Proc:
-    """A child process whose output goes to a log file; stopped with SIGTERM
-    (then SIGKILL) and its whole process group."""
-
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
-        self.name = name
-        self.log_path = log_dir / f"{name}-{uuid.uuid4().hex[:6]}.log"
-        self._log = self.log_path.open("wb")
-        self.popen = subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_for(self, text: str, timeout: float = STARTUP_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log():
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited early:\n{self.log()[-4000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{self.name} not ready after {timeout} s:\n{self.log()[-4000:]}"
-                )
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            os.killpg(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(timeout=5)
-        self._log.close()
 
 
 @pytest.fixture(scope="session")
@@ -132,7 +88,7 @@ def start_process(
             ready = "beat: Starting"
         proc = Proc(kind, argv, {**e2e_env, **env}, log_dir)
         started.append(proc)
-        proc.wait_for(ready)
+        proc.wait_for(ready, STARTUP_TIMEOUT_S)
         return proc
 
     yield start
