@@ -7,9 +7,13 @@ from django.db import models
 
 
 class Heartbeat(models.Model):
+    """A job's heartbeat goes with its job: a deleted job has nothing left
+    to report, and a leftover row would turn overdue for ever (and would
+    clash with an outside heartbeat or a later job of the same name)."""
+
     name = models.CharField(max_length=200)
     job = models.OneToOneField(
-        "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="heartbeat"
+        "jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="heartbeat"
     )
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)

@@ -219,3 +219,12 @@ def test_the_heartbeat_receiver_survives_garbage_collection():
         if not isinstance(ref, weakref.ReferenceType) or ref() is not None
     ]
     assert live, "the heartbeat receiver was collected: heartbeats would never be written"
+
+
+def test_deleting_a_job_deletes_its_heartbeat_and_its_name_can_be_reused(redis_client):
+    for _ in range(2):  # the second round re-creates and deletes the same name
+        job = make_job("weekly export")
+        execute_at(run_of(job), T0, T0 + SECOND)
+        assert Heartbeat.objects.filter(name="weekly export").count() == 1
+        job.delete()
+        assert not Heartbeat.objects.filter(name="weekly export").exists()
