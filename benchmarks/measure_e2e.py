@@ -14,12 +14,22 @@ alternate within each repetition; a warm-up round runs first. For Takt two
 more figures locate the cost: enqueue_job() calls per second (the
 producer loop alone) and the worker side (N divided by the time from the
 first run's start to the last run's finish, from the run rows).
+
+CPU per run (ms) says where the time goes, for both sides alike: the whole
+machine's busy CPU time (user + system, all cores, from /proc/stat) over the
+round divided by N, and the part of it spent in this process (the producer:
+enqueue_job() or delay()) and in the worker's process tree. The rest is the
+database server, Redis and anything else running.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import psutil
 
 from django.db import connection
 from django.db.models import Max, Min
@@ -34,11 +44,49 @@ from .noop import DONE_KEY, noop_task
 from .suite_ctx import Ctx, row, wait_until
 
 WARMUP = 40
+CPU_PARTS = ("machine", "producer", "worker")
 
 
 def _clear_runs() -> None:
     with connection.cursor() as cur:
         cur.execute(f"DELETE FROM {Run._meta.db_table}")
+
+
+@dataclass
+class Cpu:
+    """Busy CPU seconds so far: the machine, this process, the worker tree."""
+
+    machine: float
+    producer: float
+    worker: float
+
+    @classmethod
+    def now(cls, worker_pid: int) -> Cpu:
+        t = psutil.cpu_times()
+        busy = sum(getattr(t, f) for f in ("user", "nice", "system", "irq", "softirq", "steal"))
+        me = psutil.Process().cpu_times()
+        root = psutil.Process(worker_pid)
+        tree = 0.0
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                c = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            tree += c.user + c.system
+        return cls(busy, me.user + me.system, tree)
+
+    def per_run_ms(self, before: Cpu, n: int) -> tuple[float, float, float]:
+        return (
+            1000 * (self.machine - before.machine) / n,
+            1000 * (self.producer - before.producer) / n,
+            1000 * (self.worker - before.worker) / n,
+        )
+
+
+def measured(worker_pid: int, n: int, body: Callable[[], Any]) -> tuple[Any, tuple[float, ...]]:
+    before = Cpu.now(worker_pid)
+    result = body()
+    return result, Cpu.now(worker_pid).per_run_ms(before, n)
 
 
 def takt_round(ctx: Ctx, jobs: list[Job], timeout: float) -> tuple[float, float, float]:
@@ -80,6 +128,7 @@ def run(ctx: Ctx, n: int, reps: int) -> list[dict[str, Any]]:
     enqueue: list[float] = []
     worker_side: list[float] = []
     plain: list[float] = []
+    cpu: dict[str, list[tuple[float, ...]]] = {"takt": [], "celery": []}
     try:
         plain_round(ctx, WARMUP, timeout=60)  # also: the worker is ready
         takt_round(ctx, jobs[:WARMUP], timeout=60)
@@ -88,19 +137,27 @@ def run(ctx: Ctx, n: int, reps: int) -> list[dict[str, Any]]:
             order = ("takt", "plain") if i % 2 == 0 else ("plain", "takt")
             for side in order:
                 if side == "takt":
-                    rates = takt_round(ctx, jobs, timeout)
+                    rates, used = measured(worker.pid, n, lambda: takt_round(ctx, jobs, timeout))
                     takt.append(rates[0])
                     enqueue.append(rates[1])
                     worker_side.append(rates[2])
+                    cpu["takt"].append(used)
                 else:
-                    plain.append(plain_round(ctx, n, timeout))
+                    rate, used = measured(worker.pid, n, lambda: plain_round(ctx, n, timeout))
+                    plain.append(rate)
+                    cpu["celery"].append(used)
             ctx.say(f"e2e: {n:,} runs: Takt {takt[-1]:.0f}/s, plain Celery {plain[-1]:.0f}/s")
     finally:
         worker.stop()
     ctx.drop_queued_messages()
     seed.wipe()
     case = f"{n:,} no-op runs"
-    return [
+    cpu_rows = [
+        row("e2e", case, f"CPU per run: {part}", system, "ms", [u[k] for u in cpu[system]], n=n)
+        for system in ("takt", "celery")
+        for k, part in enumerate(CPU_PARTS)
+    ]
+    return cpu_rows + [
         row("e2e", case, "runs per second", "takt", "/s", takt, n=n),
         row("e2e", case, "runs per second", "celery", "/s", plain, n=n),
         row("e2e", case, "enqueue_job() calls per second", "takt", "/s", enqueue, n=n),

@@ -25,7 +25,7 @@ class RunAdmin(admin.ModelAdmin):
     )
     list_filter = ("status", "trigger", "job")
     list_select_related = ("job",)
-    search_fields = ("job__name", "message", "celery_task_id")
+    search_fields = ("job__name", "message")
     date_hierarchy = "enqueued_at"
     readonly_fields = [f.name for f in Run._meta.fields if f.name != "output"] + ["output_text"]
     exclude = ("output",)

@@ -2,8 +2,10 @@
 
 `execute`:
 
-1. Claims the run: queued → running by compare-and-set. A second delivery
-   of the same message loses here and does nothing at all.
+1. Claims the run: queued → running by compare-and-set (on PostgreSQL in
+   one statement that also loads the run, where the job has no triggers
+   anchored on its runs). A second delivery of the same message loses here
+   and does nothing at all.
 2. Takes the job's Redis lock. If another run holds it, the run ends
    `skipped` (overlap policy `skip`).
 3. Starts a keeper thread that renews the lock and saves the output so far.
@@ -33,7 +35,7 @@ from .context import JobContext, JobFailed
 from .locks import LockKeeper, job_lock
 from .models import Run, RunStatus
 from .services import finish_run, save_output, start_run
-from .statements import load_run
+from .statements import load_run, start_plain_run
 
 log = logging.getLogger("takt.execution")
 
@@ -55,20 +57,24 @@ def execute(
 ) -> str | None:
     """Run `run_id` if it is still queued (see the module docstring).
     Returns the final status, or None when this delivery did nothing."""
-    run = load_run(run_id)
-    if run is None:
-        log.warning(
-            "run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id}
-        )
-        return None
-    extra = {"job_id": run.job_id, "run_id": run.pk}
-    if run.status != RunStatus.QUEUED:
-        log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
-        return None
     started_at = clock()
-    if not start_run(run, worker=worker, now=started_at):
-        log.info("run %s was taken by another delivery", run.pk, extra=extra)
-        return None
+    run = start_plain_run(run_id, worker=worker, now=started_at)  # one statement, if it applies
+    if run is None:
+        run = load_run(run_id)
+        if run is None:
+            log.warning(
+                "run %s does not exist (deleted before it started)",
+                run_id,
+                extra={"run_id": run_id},
+            )
+            return None
+        extra = {"job_id": run.job_id, "run_id": run.pk}
+        if run.status != RunStatus.QUEUED:
+            log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
+            return None
+        if not start_run(run, worker=worker, now=started_at):
+            log.info("run %s was taken by another delivery", run.pk, extra=extra)
+            return None
 
     lock = job_lock(run.job_id)
     if not lock.acquire():

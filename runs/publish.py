@@ -18,7 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
-from .models import Run, RunStatus
+from .models import Run, RunStatus, task_id_for
+from .statements import mark_published
 
 log = logging.getLogger("takt.publish")
 
@@ -45,7 +46,7 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
         in_hand += (
             Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED)
             .select_related("job")
-            .only("pk", "priority", "celery_task_id", "job__queue", "job__timeout_s")
+            .only("pk", "priority", "job__queue", "job__timeout_s")
         )
     sent: list[int] = []
     # One broker connection for the whole batch, and (kombu >= 5.7 on Redis)
@@ -55,7 +56,7 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
         for run in in_hand:
             execute_run.apply_async(
                 args=[run.pk],
-                task_id=run.celery_task_id,
+                task_id=task_id_for(run.pk),
                 queue=run.job.queue,
                 priority=run.priority,
                 soft_time_limit=run.job.timeout_s,
@@ -63,8 +64,8 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
                 producer=producer,
             )
             sent.append(run.pk)
-    if sent:
-        Run.objects.filter(pk__in=sent, published_at__isnull=True).update(published_at=now)
+    for start in range(0, len(sent), PUBLISH_BATCH):
+        mark_published(sent[start : start + PUBLISH_BATCH], now=now)
     return len(sent)
 
 

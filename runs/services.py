@@ -19,7 +19,7 @@ from jobs.services import on_run_finished, on_run_started
 
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from .signals import run_finished
-from .statements import cas_update
+from .statements import cas_update, insert_run, job_activity
 
 log = logging.getLogger("takt.runs")
 
@@ -31,7 +31,8 @@ def _active(now: datetime) -> Q:
 
 
 def job_is_busy(job_id: int, *, now: datetime) -> bool:
-    return Run.objects.filter(_active(now), job_id=job_id).exists()
+    running, queued_due = job_activity(job_id, now=now)
+    return running + queued_due > 0
 
 
 def busy_job_ids(job_ids: list[int], *, now: datetime) -> set[int]:
@@ -70,7 +71,7 @@ def create_run(
     for a later time is not checked now: the worker checks it when it starts."""
     scheduled_for = scheduled_for or now
     busy = scheduled_for <= now and job_is_busy(job.pk, now=now)
-    run = Run.objects.create(
+    run = Run(
         job=job,
         trigger=trigger,
         status=RunStatus.SKIPPED if busy else RunStatus.QUEUED,
@@ -82,6 +83,7 @@ def create_run(
         message=skipped_message(job.pk) if busy else "",
         dedupe_key=dedupe_key,
     )
+    insert_run(run)
     if busy:
         log.info(
             "run %s of job %s skipped: job busy",
@@ -134,7 +136,10 @@ def enqueue_job(
         raise InvalidInput("run_at", "must be an aware datetime (with a time zone)")
     if trigger not in RunTrigger.values or trigger in (RunTrigger.SCHEDULE, RunTrigger.CATCHUP):
         raise InvalidInput("trigger", f"cannot enqueue with trigger {trigger!r}")
-    with transaction.atomic():
+    # Without a dedupe key, each statement commits by itself (no BEGIN and
+    # COMMIT round trips); the overlap check is advisory either way; the
+    # job lock at start is what holds (runs/execution.py).
+    with transaction.atomic() if dedupe_key else nullcontext():
         if dedupe_key:
             existing = Run.objects.filter(
                 job=job, dedupe_key=dedupe_key, status__in=ACTIVE_STATUSES

@@ -5,16 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('heartbeats', '0001_initial'),
-        ('jobs', '0002_hello_world'),
+        ("heartbeats", "0001_initial"),
+        ("jobs", "0002_hello_world"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='heartbeat',
-            name='job',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='heartbeat', to='jobs.job'),
+            model_name="heartbeat",
+            name="job",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="heartbeat",
+                to="jobs.job",
+            ),
         ),
     ]

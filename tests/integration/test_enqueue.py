@@ -50,7 +50,7 @@ def test_enqueue_records_a_queued_api_run_and_publishes_it_after_commit(
         {"colour": "green"},
     )
     assert run.scheduled_for == run.enqueued_at and run.published_at is not None
-    assert broker_task_ids(redis_client) == [run.celery_task_id]
+    assert broker_task_ids(redis_client) == [run.task_id]
 
 
 def test_enqueue_as_manual_with_params_and_priority(redis_client):
@@ -142,9 +142,9 @@ def test_a_run_for_later_waits_in_the_outbox_until_it_is_due(redis_client, commi
 
     run.refresh_from_db()
     assert run.published_at == T0 + HOUR
-    assert broker_task_ids(redis_client) == [run.celery_task_id]
+    assert broker_task_ids(redis_client) == [run.task_id]
     assert sweep_unpublished(now=T0 + 2 * HOUR) == 0  # sent once
-    assert broker_task_ids(redis_client) == [run.celery_task_id]
+    assert broker_task_ids(redis_client) == [run.task_id]
 
 
 def test_a_run_for_later_is_not_sent_early_by_the_stale_outbox_sweep(redis_client, committed):
@@ -170,7 +170,7 @@ def test_a_recorded_but_unsent_run_is_published_once_it_is_stale(redis_client):
 
     run.refresh_from_db()
     assert run.published_at == T0 + stale_after + SECOND
-    assert broker_task_ids(redis_client) == [run.celery_task_id]
+    assert broker_task_ids(redis_client) == [run.task_id]
     assert Run.objects.get(pk=done.pk).published_at is None  # only queued runs are sent
     assert sweep_unpublished(now=T0 + 10 * stale_after) == 0
 

@@ -122,7 +122,18 @@ def test_a_run_whose_job_lock_is_held_ends_skipped_and_leaves_the_lock_to_its_ow
     assert not Heartbeat.objects.filter(job=job).exists()  # a skip is not a report
 
 
-def test_the_heartbeat_appears_with_the_first_report_and_keeps_the_last_success(redis_client):
+@pytest.fixture(params=["upsert", "orm"])
+def heartbeat_path(request, monkeypatch):
+    """Both ways a heartbeat is written: one INSERT … ON CONFLICT
+    (PostgreSQL, SQLite) and the ORM update-or-create (other databases)."""
+    if request.param == "orm":
+        monkeypatch.setattr("heartbeats.services.UPSERT_VENDORS", ())
+    return request.param
+
+
+def test_the_heartbeat_appears_with_the_first_report_and_keeps_the_last_success(
+    redis_client, heartbeat_path
+):
     job = make_job("nightly report")
     assert not Heartbeat.objects.filter(job=job).exists()
     holder = job_lock(job.pk)

@@ -29,7 +29,7 @@ def test_a_tick_claims_every_due_trigger_in_batches_and_publishes_them(settings,
     runs = list(Run.objects.order_by("pk"))
     assert len(runs) == 5 and {r.status for r in runs} == {RunStatus.QUEUED}
     assert {r.published_at for r in runs} == {T0 + 10 * SECOND}
-    assert sorted(broker_task_ids(redis_client)) == sorted(r.celery_task_id for r in runs)
+    assert sorted(broker_task_ids(redis_client)) == sorted(r.task_id for r in runs)
     assert sleep_s == 3600 - 10  # until 11:00 Berlin, from the clock after the tick
 
 
@@ -60,4 +60,4 @@ def test_with_the_scheduler_switched_off_a_tick_dispatches_nothing_but_still_sen
     assert list(Run.objects.values_list("pk", flat=True)) == [manual.pk]
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0  # still due: caught up when the switch is on again
-    assert broker_task_ids(redis_client) == [manual.celery_task_id]
+    assert broker_task_ids(redis_client) == [manual.task_id]
