@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import psutil
-
 from django.db import connection
 from django.db.models import Max, Min
 
