@@ -14,6 +14,7 @@ from django.utils import timezone as dj_timezone
 
 from .policies import (
     ApiTriggerPermission,
+    CatchupPick,
     IntervalAnchorChoice,
     JobKind,
     MissedRunPolicy,
@@ -59,10 +60,67 @@ class Job(models.Model):
     overlap_policy = models.CharField(
         max_length=16, choices=OverlapPolicy.choices, default=OverlapPolicy.SKIP
     )
+    max_instances = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Overlap policy 'allow': at most this many runs at once.",
+    )
+    max_buffered = models.PositiveSmallIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="Overlap policy 'buffer_all': at most this many waiting runs.",
+    )
     missed_run_policy = models.CharField(
         max_length=16, choices=MissedRunPolicy.choices, default=MissedRunPolicy.RUN_ONCE
     )
-    max_retries = models.PositiveSmallIntegerField(default=0)
+    catchup_pick = models.CharField(
+        max_length=16,
+        choices=CatchupPick.choices,
+        default=CatchupPick.LATEST,
+        help_text="Missed-run policy 'run_once': which missed time the catch-up run stands for.",
+    )
+    catchup_max_runs = models.PositiveSmallIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="Missed-run policy 'run_all': at most this many catch-up runs (the latest).",
+    )
+    catchup_window_s = models.PositiveIntegerField(
+        "catch-up window (seconds)",
+        null=True,
+        blank=True,
+        help_text="A fire time missed longer ago than this is skipped. Empty: no limit.",
+    )
+    max_retries = models.PositiveSmallIntegerField(
+        default=0, validators=[MaxValueValidator(100)], help_text="0: no retries."
+    )
+    retry_backoff_s = models.PositiveIntegerField(
+        "retry delay (seconds)",
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="Delay before the first retry; each next one is `factor` times longer.",
+    )
+    retry_backoff_factor = models.FloatField(
+        default=2.0, validators=[MinValueValidator(1.0)], help_text="1 = a constant delay."
+    )
+    retry_backoff_max_s = models.PositiveIntegerField("longest retry delay (seconds)", default=3600)
+    retry_jitter = models.FloatField(
+        default=0.1,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Each delay is shortened at random by up to this fraction (0 to 1).",
+    )
+    retry_on_timeout = models.BooleanField(
+        default=False,
+        help_text="Retry a run that timed out (by default the timeout beats retries).",
+    )
+    non_retryable_exceptions = models.TextField(
+        blank=True,
+        help_text="Exception class names (or dotted paths), one per line, that are never retried.",
+    )
+    dropped_retries = models.PositiveIntegerField(
+        default=0,
+        editable=False,
+        help_text="Retries not made because they would have run into the next fire time.",
+    )
     concurrency_group = models.CharField(max_length=100, blank=True)
     heartbeat_deadline_s = models.PositiveIntegerField(
         "heartbeat deadline (seconds)", null=True, blank=True
@@ -71,6 +129,29 @@ class Job(models.Model):
     api_trigger_permission = models.CharField(
         max_length=16, choices=ApiTriggerPermission.choices, default=ApiTriggerPermission.OFF
     )
+    # F-104: a job paused with a note is not scheduled (like a disabled one,
+    # a past due time is caught up per its missed-run policy on resume).
+    paused = models.BooleanField(default=False)
+    pause_note = models.TextField(blank=True, help_text="Why, by whom, until when.")
+    paused_at = models.DateTimeField(null=True, blank=True, editable=False)
+    paused_by = models.CharField(max_length=150, blank=True, editable=False)
+    paused_until = models.DateTimeField(
+        null=True, blank=True, help_text="Resume by itself at this time. Empty: until resumed."
+    )
+    pause_after_failures = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Pause the job after this many failed runs in a row. Empty: never.",
+    )
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    max_runs = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Disable the job after this many runs. Empty: no limit.",
+    )
+    runs_done = models.PositiveIntegerField(default=0, editable=False)
     owner = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
     code_managed = models.BooleanField(default=False, editable=False)
@@ -96,7 +177,7 @@ class Job(models.Model):
         super().save(*args, **kwargs)
         from .services import sync_trigger_activity
 
-        sync_trigger_activity([self.pk], self.enabled)
+        sync_trigger_activity([self.pk])
 
 
 BEAT_OWNED = frozenset({"next_run_at", "last_fired_at", "missed_count"})

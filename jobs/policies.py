@@ -14,18 +14,43 @@ class JobKind(models.TextChoices):
 
 
 class OverlapPolicy(models.TextChoices):
+    """What a new run does while the job has an active one (F-23); decided by
+    runs.transitions.compute_admission, the same for every source of runs."""
+
     # Record the new run as `skipped` while another run of the job is active.
     SKIP = "skip", "Skip (record a skipped run)"
+    # Keep one waiting run that starts when the current one ends; more are skipped.
+    BUFFER_ONE = "buffer_one", "Buffer one (one waiting run, no pile-up)"
+    # Keep every new run waiting in order, up to max_buffered; more are skipped.
+    BUFFER_ALL = "buffer_all", "Buffer all (up to max_buffered waiting runs)"
+    # The new run replaces the active ones: they are cancelled, a running one stopped.
+    CANCEL_OTHER = "cancel_other", "Cancel the other run (the new one replaces it)"
+    # Parallel runs, up to max_instances at once; more are skipped.
+    ALLOW = "allow", "Allow parallel runs (up to max_instances)"
 
 
 class MissedRunPolicy(models.TextChoices):
-    # One catch-up run for the latest missed fire time; the others are counted.
+    """Fire times missed while no beat ran, or while the job was disabled or
+    paused (F-24, F-102)."""
+
+    # No catch-up: the missed times are counted and recorded as one skipped run.
+    SKIP = "skip", "Skip missed runs"
+    # One catch-up run for the latest (or earliest) missed fire time; the others are counted.
     RUN_ONCE = "run_once", "Run once to catch up"
+    # A run for every missed fire time, at most catchup_max_runs (the latest ones).
+    RUN_ALL = "run_all", "Run every missed time (bounded)"
+
+
+class CatchupPick(models.TextChoices):
+    LATEST = "latest", "The latest missed time"
+    EARLIEST = "earliest", "The earliest missed time"
 
 
 class TimeoutAction(models.TextChoices):
     # Stop the run at the limit and record it as `timed_out`.
     STOP = "stop", "Stop the run (timed_out)"
+    # Let it run on with a warning; the job stays locked until it really ends.
+    CONTINUE = "continue", "Keep it running with a warning (the job stays locked)"
 
 
 class ApiTriggerPermission(models.TextChoices):

@@ -10,15 +10,24 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from . import registry
 from . import triggers as core
 from .models import Job, Trigger
-from .policies import JobKind, TriggerKind
+from .policies import (
+    CatchupPick,
+    JobKind,
+    MissedRunPolicy,
+    OverlapPolicy,
+    TimeoutAction,
+    TriggerKind,
+)
 
 log = logging.getLogger("takt.jobs")
 
@@ -73,6 +82,52 @@ def validate_job(job: Job) -> None:
         raise ValidationError(
             {"params": "must be valid JSON: NaN and Infinity are not allowed"}
         ) from None
+    _validate_policies(job)
+
+
+def overlap_rules(job: Job) -> Any:
+    """The job's overlap policy for runs.transitions (a pure module)."""
+    from runs.transitions import Overlap, OverlapRules
+
+    return OverlapRules(Overlap(job.overlap_policy), job.max_instances, job.max_buffered)
+
+
+def retry_rules(job: Job) -> Any:
+    from runs.transitions import RetryRules
+
+    names = tuple(n.strip() for n in job.non_retryable_exceptions.replace(",", "\n").splitlines())
+    return RetryRules(
+        max_retries=job.max_retries,
+        base=timedelta(seconds=job.retry_backoff_s),
+        factor=job.retry_backoff_factor,
+        max_delay=timedelta(seconds=job.retry_backoff_max_s),
+        jitter=job.retry_jitter,
+        retry_on_timeout=job.retry_on_timeout,
+        non_retryable=tuple(n for n in names if n),
+    )
+
+
+def _validate_policies(job: Job) -> None:
+    """The overlap, retry and catch-up settings together (the pure core's
+    checks, so the admin, the API and the commands agree)."""
+    from runs.transitions import validate_overlap_rules, validate_retry_rules
+
+    if job.overlap_policy not in OverlapPolicy.values:
+        raise ValidationError({"overlap_policy": f"unknown overlap policy {job.overlap_policy!r}"})
+    for field, choices in (
+        ("missed_run_policy", MissedRunPolicy),
+        ("catchup_pick", CatchupPick),
+        ("timeout_action", TimeoutAction),
+    ):
+        if getattr(job, field) not in choices.values:
+            raise ValidationError({field: f"unknown value {getattr(job, field)!r}"})
+    if job.catchup_window_s is not None and job.catchup_window_s < 0:
+        raise ValidationError({"catchup_window_s": "must not be negative"})
+    try:
+        validate_overlap_rules(overlap_rules(job))
+        validate_retry_rules(retry_rules(job))
+    except core.TriggerError as exc:
+        raise ValidationError({exc.field: exc.message}) from None
 
 
 def _required(trigger: Trigger) -> None:
@@ -140,24 +195,68 @@ def apply_schedule(trigger: Trigger, *, now: datetime) -> None:
             trigger.next_run_at = core.compute_first_fire(trigger_spec(trigger), now=now)
         except core.TriggerError as exc:
             raise ValidationError({exc.field: exc.message}) from None
-    job_enabled = trigger.job.enabled if trigger.job_id else False
-    trigger.active = bool(trigger.enabled and job_enabled)
+    job = trigger.job if trigger.job_id else None
+    runnable = job is not None and job.enabled and not job.paused
+    trigger.active = bool(trigger.enabled and runnable)
 
 
-def sync_trigger_activity(job_ids: list[int], enabled: bool) -> None:
-    """Mirror the jobs' enabled flag onto their triggers' `active` flag; call
-    after any change of Job.enabled (Job.save() does)."""
-    Trigger.objects.filter(job_id__in=job_ids, enabled=True).update(active=enabled)
+def sync_trigger_activity(job_ids: list[int]) -> None:
+    """Set the triggers' `active` flag to "trigger enabled, job enabled, job
+    not paused"; call after any change of Job.enabled or Job.paused
+    (Job.save() does)."""
+    runnable = Exists(Job.objects.filter(pk=OuterRef("job_id"), enabled=True, paused=False))
+    Trigger.objects.filter(job_id__in=job_ids, enabled=True).update(active=runnable)
     Trigger.objects.filter(job_id__in=job_ids, enabled=False).update(active=False)
 
 
-def set_jobs_enabled(job_ids: list[int], enabled: bool) -> int:
-    """Enable or disable jobs in bulk (admin actions, API)."""
+def set_jobs_enabled(job_ids: list[int], enabled: bool, *, note: str = "") -> int:
+    """Enable or disable jobs in bulk (admin actions, API, the run limit).
+    `note` (why) is kept in the job's pause note."""
     with transaction.atomic():
-        n = Job.objects.filter(pk__in=job_ids).update(enabled=enabled)
-        sync_trigger_activity(job_ids, enabled)
-    log.info("jobs %s %s", job_ids, "enabled" if enabled else "disabled")
+        changes: dict[str, Any] = {"enabled": enabled}
+        if note:
+            changes["pause_note"] = note
+        n = Job.objects.filter(pk__in=job_ids).update(**changes)
+        sync_trigger_activity(job_ids)
+    log.info(
+        "jobs %s %s%s", job_ids, "enabled" if enabled else "disabled", f": {note}" if note else ""
+    )
     return n
+
+
+def pause_job(
+    job_id: int, *, note: str, by: str, now: datetime, until: datetime | None = None
+) -> bool:
+    """Pause a job with a note: who, why, until when (F-104). A paused job is
+    not scheduled; "Run now" still works. Returns False if it was paused
+    already (the first note stays)."""
+    with transaction.atomic():
+        n = Job.objects.filter(pk=job_id, paused=False).update(
+            paused=True, pause_note=note, paused_by=by[:150], paused_at=now, paused_until=until
+        )
+        sync_trigger_activity([job_id])
+    if n:
+        log.info("job %s paused by %s: %s", job_id, by, note, extra={"job_id": job_id})
+    return bool(n)
+
+
+def resume_job(job_id: int) -> bool:
+    """Lift a job's pause. Its triggers keep their next_run_at: fire times
+    that passed meanwhile are caught up as its missed-run policy says."""
+    with transaction.atomic():
+        n = Job.objects.filter(pk=job_id, paused=True).update(
+            paused=False, paused_until=None, consecutive_failures=0
+        )
+        sync_trigger_activity([job_id])
+    if n:
+        log.info("job %s resumed", job_id, extra={"job_id": job_id})
+    return bool(n)
+
+
+def resume_due_jobs(*, now: datetime) -> int:
+    """Resume the jobs whose pause ran out (paused_until <= now)."""
+    ids = list(Job.objects.filter(paused=True, paused_until__lte=now).values_list("pk", flat=True))
+    return sum(resume_job(pk) for pk in ids)
 
 
 RUN_ANCHORS = (core.IntervalAnchor.FROM_START.value, core.IntervalAnchor.FROM_FINISH.value)

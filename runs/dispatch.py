@@ -39,8 +39,9 @@ from jobs.scheduling import Claim, compute_claim
 from jobs.services import trigger_spec
 
 from .models import Run, RunStatus, RunTrigger
-from .services import busy_job_ids, skipped_message
+from .overlap import activity, admit, cancel_active_runs, revoke_after_commit
 from .statements import advance_triggers
+from .transitions import Admission
 
 log = logging.getLogger("takt.dispatch")
 
@@ -72,10 +73,26 @@ def claim_due_runs(*, now: datetime, limit: int) -> ClaimResult:
     result = ClaimResult()
     with transaction.atomic():
         triggers = _lock_due(now=now, limit=limit)
-        busy = busy_job_ids([t.job_id for t in triggers], now=now) if triggers else set()
+        load = _Load(activity([t.job_id for t in triggers], now=now) if triggers else {})
         for trigger in triggers:
-            _claim_one(trigger, now=now, busy=busy, result=result)
+            _claim_one(trigger, now=now, load=load, result=result)
     return result
+
+
+class _Load:
+    """The jobs' active runs during one claim: (running, waiting) per job,
+    counting the runs this claim adds, so two triggers of one job in a
+    batch are admitted one after the other (F-23)."""
+
+    def __init__(self, counts: dict[int, tuple[int, int]]) -> None:
+        self.counts = counts
+
+    def admit(self, trigger: Trigger) -> tuple[Admission, str]:
+        running, waiting = self.counts.get(trigger.job_id, (0, 0))
+        decision = admit(trigger.job, running=running, waiting=waiting)
+        if decision.admission is not Admission.SKIP:
+            self.counts[trigger.job_id] = (running, waiting + 1)
+        return decision.admission, decision.reason
 
 
 def _lock_due(*, now: datetime, limit: int) -> list[Trigger]:
@@ -89,29 +106,44 @@ def _lock_due(*, now: datetime, limit: int) -> list[Trigger]:
     return list(due[:limit])
 
 
-def _new_run(trigger: Trigger, claim: Claim, *, now: datetime, is_busy: bool) -> Run:
-    """The run for a claimed fire time (unsaved); `skipped` if the job is busy."""
+def _new_run(
+    trigger: Trigger, claim: Claim, *, now: datetime, admitted: tuple[Admission, str]
+) -> Run:
+    """The run for a claimed fire time (unsaved), as the overlap policy
+    admitted it: queued, held, or `skipped` with the reason."""
     job = trigger.job
-    return Run(
+    admission, reason = admitted
+    skipped = admission is Admission.SKIP
+    run = Run(
         job=job,
         source_trigger=trigger,
         trigger=RunTrigger.CATCHUP if claim.catchup else RunTrigger.SCHEDULE,
-        status=RunStatus.SKIPPED if is_busy else RunStatus.QUEUED,
+        status=RunStatus.SKIPPED if skipped else RunStatus.QUEUED,
+        held=admission is Admission.HOLD,
         priority=job.priority,
         params=job.params,
         scheduled_for=claim.scheduled_for,
         enqueued_at=now,
-        finished_at=now if is_busy else None,
-        message=skipped_message(job.pk) if is_busy else "",
+        finished_at=now if skipped else None,
+        message=f"skipped: {reason}" if skipped else "",
         missed_count=claim.missed,
     )
+    run.replaces_others = admission is Admission.REPLACE  # type: ignore[attr-defined]
+    return run
 
 
-def _collect(run: Run, result: ClaimResult) -> None:
+def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
     if run.status == RunStatus.SKIPPED:
         result.skipped.append(run.pk)
-    else:
-        result.queued.append(run.pk)
+        return
+    result.queued.append(run.pk)
+    if getattr(run, "replaces_others", False):
+        revoke_after_commit(
+            cancel_active_runs(
+                run.job_id, keep=run.pk, now=now, reason=f"cancelled: replaced by run #{run.pk}"
+            )
+        )
+    if not run.held:
         result.to_publish.append(run)
 
 
@@ -141,23 +173,22 @@ def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
         )
         if won != len(triggers):
             raise _RowByRow
-        busy = busy_job_ids([t.job_id for t in triggers], now=now)
+        load = _Load(activity([t.job_id for t in triggers], now=now))
         runs = []
         for trigger, claim in zip(triggers, claims, strict=True):
             if claim.scheduled_for is not None:
-                runs.append(_new_run(trigger, claim, now=now, is_busy=trigger.job_id in busy))
-                busy.add(trigger.job_id)  # a second trigger of the job in this batch: skipped
+                runs.append(_new_run(trigger, claim, now=now, admitted=load.admit(trigger)))
         try:
             with transaction.atomic():
                 Run.objects.bulk_create(runs)
         except IntegrityError:
             raise _RowByRow from None
-    for run in runs:
-        _collect(run, result)
+        for run in runs:
+            _collect(run, result, now=now)
     return result
 
 
-def _claim_one(trigger: Trigger, *, now: datetime, busy: set[int], result: ClaimResult) -> None:
+def _claim_one(trigger: Trigger, *, now: datetime, load: _Load, result: ClaimResult) -> None:
     old_next = trigger.next_run_at
     assert old_next is not None
     extra = {"job_id": trigger.job_id, "trigger_id": trigger.pk}
@@ -181,7 +212,7 @@ def _claim_one(trigger: Trigger, *, now: datetime, busy: set[int], result: Claim
         return
     if claim.scheduled_for is None:
         return
-    run = _new_run(trigger, claim, now=now, is_busy=trigger.job_id in busy)
+    run = _new_run(trigger, claim, now=now, admitted=load.admit(trigger))
     try:
         with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
             run.save(force_insert=True)
@@ -194,5 +225,4 @@ def _claim_one(trigger: Trigger, *, now: datetime, busy: set[int], result: Claim
             extra=extra,
         )
         return
-    busy.add(trigger.job_id)
-    _collect(run, result)
+    _collect(run, result, now=now)

@@ -20,22 +20,30 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
+from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
+from jobs.services import overlap_rules
 
 from .context import JobContext, JobFailed
-from .locks import LockKeeper, job_lock
-from .models import Run, RunStatus
+from .locks import LockKeeper, acquire_slot
+from .models import Run, RunStatus, RunTrigger
+from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
+from .retries import plan_retry
 from .services import finish_run, save_output, start_run
 from .statements import load_run, start_plain_run
+from .transitions import Overlap, StartAction, compute_start_action
 
 log = logging.getLogger("takt.execution")
 
@@ -75,35 +83,77 @@ def execute(
         if not start_run(run, worker=worker, now=started_at):
             log.info("run %s was taken by another delivery", run.pk, extra=extra)
             return None
+    extra = {"job_id": run.job_id, "run_id": run.pk}
 
-    lock = job_lock(run.job_id)
-    if not lock.acquire():
-        finish_run(
-            run,
-            status=RunStatus.SKIPPED,
-            now=clock(),
-            message=f"skipped: job #{run.job_id} is locked by another run (overlap policy 'skip')",
-        )
-        return RunStatus.SKIPPED
+    rules = overlap_rules(run.job)
+    lock, acquired = acquire_slot(run.job_id, slots=rules.max_instances)
+    if not acquired:
+        action = compute_start_action(rules)
+        if run.trigger == RunTrigger.RETRY:
+            action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
+        if action is StartAction.HOLD:
+            hold_run(run)
+            # The holder may have ended between our lock attempt and the hold:
+            # then nobody else would send this run.
+            release_next_held(run.job_id, now=clock())
+            log.info("run %s waits for the job's running run", run.pk, extra=extra)
+            return RunStatus.QUEUED
+        if action is StartAction.SKIP:
+            finish_run(
+                run,
+                status=RunStatus.SKIPPED,
+                now=clock(),
+                message=f"skipped: job #{run.job_id} is locked by another run"
+                f" (overlap policy '{rules.policy}')",
+            )
+            return RunStatus.SKIPPED
+        with transaction.atomic():
+            revoke_after_commit(
+                cancel_active_runs(
+                    run.job_id,
+                    keep=run.pk,
+                    now=started_at,
+                    reason=f"cancelled: replaced by run #{run.pk}",
+                )
+            )
+        lock.take_over()
     try:
-        status, message, result, output = _call_target(run, lock)
+        outcome = _call_target(run, lock)
+        ended_at = clock()
         finish_run(
             run,
-            status=status,
-            now=clock(),
-            message=message,
-            output=output,
-            result=result,
+            status=outcome.status,
+            now=ended_at,
+            message=outcome.message,
+            output=outcome.output,
+            result=outcome.result,
             result_code={RunStatus.SUCCEEDED: RESULT_OK, RunStatus.TIMED_OUT: RESULT_TIMED_OUT}.get(
-                status, RESULT_FAILED
+                outcome.status, RESULT_FAILED
+            ),
+            retry=plan_retry(
+                run, status=outcome.status, now=ended_at, error_types=outcome.error_types
             ),
         )
     finally:
         lock.release()
-    return status
+    if rules.policy in BUFFERING:
+        release_next_held(run.job_id, now=clock())
+    return outcome.status
 
 
-def _call_target(run: Run, lock: Any) -> tuple[str, str, Any, str]:
+BUFFERING = (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
+
+
+@dataclass
+class Outcome:
+    status: str
+    message: str = ""
+    result: Any = None
+    output: str = ""
+    error_types: tuple[str, ...] = ()
+
+
+def _call_target(run: Run, lock: Any) -> Outcome:
     job = run.job
     ctx = JobContext(
         name=job.name,
@@ -114,22 +164,72 @@ def _call_target(run: Run, lock: Any) -> tuple[str, str, Any, str]:
         job_id=job.pk,
         output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
     )
-    keeper = LockKeeper(lock, on_tick=lambda: save_output(run.pk, ctx.output()))
+    watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
+
+    def tick() -> None:
+        if watch is not None:
+            watch.check()
+        save_output(run.pk, ctx.output())
+
+    keeper = LockKeeper(lock, on_tick=tick)
     keeper.start()
-    status, message, result = RunStatus.SUCCEEDED, "", None
+    outcome = Outcome(RunStatus.SUCCEEDED)
     try:
         func, takes_context = resolve(job.target)
         value = func(ctx) if takes_context else func(**ctx.params)
-        result = _jsonable(value)
+        outcome.result = _jsonable(value)
     except SoftTimeLimitExceeded:
-        status, message = RunStatus.TIMED_OUT, f"timed out after {job.timeout_s} s and was stopped"
+        outcome = Outcome(RunStatus.TIMED_OUT, f"timed out after {job.timeout_s} s and was stopped")
     except JobFailed as exc:
-        status, message = RunStatus.FAILED, str(exc)
+        outcome = Outcome(RunStatus.FAILED, str(exc))
     except UnknownTarget as exc:
-        status, message = RunStatus.FAILED, str(exc)
+        outcome = Outcome(RunStatus.FAILED, str(exc))
     except Exception as exc:
-        status, message = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+        outcome = Outcome(
+            RunStatus.FAILED, f"{type(exc).__name__}: {exc}", error_types=_type_names(exc)
+        )
         ctx.log(traceback.format_exc().rstrip())
     finally:
         keeper.stop()
-    return status, message, result, ctx.output()
+    if watch is not None and watch.warned:
+        outcome.message = "; ".join(m for m in (watch.warning, outcome.message) if m)
+    outcome.output = ctx.output()
+    return outcome
+
+
+def _type_names(exc: BaseException) -> tuple[str, ...]:
+    """The dotted names of the exception's class and its bases."""
+    return tuple(
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in type(exc).__mro__
+        if cls not in (BaseException, object)
+    )
+
+
+class _TimeoutWatch:
+    """Timeout action `continue` (F-26): no time limit stops the run; once it
+    passes the job's timeout, a warning goes into its output and message,
+    and the job stays locked (the keeper renews the lock) until it ends."""
+
+    def __init__(self, run: Run, ctx: JobContext) -> None:
+        self.run, self.ctx = run, ctx
+        self.started = time.monotonic()
+        self.warned = False
+        self.warning = ""
+
+    def check(self) -> None:
+        limit = self.run.job.timeout_s
+        if self.warned or time.monotonic() - self.started < limit:
+            return
+        self.warned = True
+        self.warning = (
+            f"ran past its timeout of {limit} s; kept running (timeout action 'continue'),"
+            " the job stays locked until it ends"
+        )
+        self.ctx.log(f"warning: {self.warning}")
+        log.warning(
+            "run %s %s",
+            self.run.pk,
+            self.warning,
+            extra={"job_id": self.run.job_id, "run_id": self.run.pk},
+        )

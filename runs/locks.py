@@ -73,14 +73,33 @@ class JobLock:
         """Delete the lock if it still holds our token."""
         return bool(self.client.eval(_RELEASE, 1, self.key, self.token))
 
+    def take_over(self) -> None:
+        """Take the lock whoever holds it (overlap policy `cancel_other`): the
+        old holder's renewal and release then find another token and do
+        nothing."""
+        self.client.set(self.key, self.token, px=self.ttl_ms)
+
     def holder(self) -> str | None:
         value = self.client.get(self.key)
         return value.decode() if isinstance(value, bytes) else value
 
 
-def job_lock(job_id: int, *, ttl_s: float | None = None) -> JobLock:
+def job_lock(job_id: int, *, ttl_s: float | None = None, slot: int = 0) -> JobLock:
+    """Slot 0 is the job's lock; a job that allows N parallel runs (overlap
+    policy `allow`) has slots 0 … N-1, one key each."""
     ttl = settings.TAKT_LOCK_TTL_SECONDS if ttl_s is None else ttl_s
-    return JobLock(key=job_lock_key(job_id), ttl_ms=int(ttl * 1000))
+    key = job_lock_key(job_id) if slot == 0 else f"{job_lock_key(job_id)}:{slot}"
+    return JobLock(key=key, ttl_ms=int(ttl * 1000))
+
+
+def acquire_slot(job_id: int, *, slots: int = 1) -> tuple[JobLock, bool]:
+    """Try the job's lock slots in order; returns the lock taken, or slot 0's
+    (not taken) and False when every slot is held."""
+    for slot in range(max(slots, 1)):
+        lock = job_lock(job_id, slot=slot)
+        if lock.acquire():
+            return lock, True
+    return job_lock(job_id), False
 
 
 class LockKeeper:

@@ -78,6 +78,18 @@ class Run(models.Model):
         default=0, help_text="Fire times this catch-up run stands in for that did not run."
     )
     dedupe_key = models.CharField(max_length=200, blank=True)
+    # Queued but not sent: it waits for the job's running run, which sends it
+    # when it ends (overlap policies buffer_one and buffer_all, F-23).
+    held = models.BooleanField(default=False)
+    retry_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="retries",
+        db_index=False,
+        help_text="The failed run this one retries.",
+    )
 
     class Meta:
         ordering = ["-enqueued_at", "-id"]
@@ -97,6 +109,12 @@ class Run(models.Model):
                 fields=["enqueued_at"],
                 condition=Q(status="queued", published_at__isnull=True),
                 name="run_unpublished_idx",
+            ),
+            # Runs waiting for their job (buffer policies); the sweep's probe.
+            models.Index(
+                fields=["job", "enqueued_at"],
+                condition=Q(status="queued", held=True),
+                name="run_held_idx",
             ),
         ]
 

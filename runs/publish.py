@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
+from jobs.policies import TimeoutAction
+
 from .models import Run, RunStatus, task_id_for
 from .statements import mark_published
 
@@ -46,7 +48,7 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
         in_hand += (
             Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED)
             .select_related("job")
-            .only("pk", "priority", "job__queue", "job__timeout_s")
+            .only("pk", "priority", "job__queue", "job__timeout_s", "job__timeout_action")
         )
     sent: list[int] = []
     # One broker connection for the whole batch, and (kombu >= 5.7 on Redis)
@@ -59,14 +61,22 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
                 task_id=task_id_for(run.pk),
                 queue=run.job.queue,
                 priority=run.priority,
-                soft_time_limit=run.job.timeout_s,
-                time_limit=run.job.timeout_s + HARD_KILL_GRACE_S,
+                **_time_limits(run.job),
                 producer=producer,
             )
             sent.append(run.pk)
     for start in range(0, len(sent), PUBLISH_BATCH):
         mark_published(sent[start : start + PUBLISH_BATCH], now=now)
     return len(sent)
+
+
+def _time_limits(job: Any) -> dict[str, Any]:
+    """Celery's time limits for a run: the job's timeout as the soft limit
+    (the run ends `timed_out`) and a hard kill 30 s later; none at all for
+    timeout action `continue`, which lets the run go on (F-26)."""
+    if getattr(job, "timeout_action", TimeoutAction.STOP) == TimeoutAction.CONTINUE:
+        return {"soft_time_limit": None, "time_limit": None}
+    return {"soft_time_limit": job.timeout_s, "time_limit": job.timeout_s + HARD_KILL_GRACE_S}
 
 
 def _batch(producer: Any, size: int) -> AbstractContextManager[Any]:
@@ -86,13 +96,19 @@ def publish_after_commit(run_ids: list[Run | int]) -> None:
 def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     """Publish queued runs that were never marked as sent: runs deferred to
     a `run_at` that has come, and runs whose publisher died after recording
-    them (older than TAKT_REPUBLISH_AFTER_SECONDS). Uses the partial index
-    `run_unpublished_idx`, so it costs nothing when the outbox is empty."""
+    them (older than TAKT_REPUBLISH_AFTER_SECONDS). Held runs are not sent
+    here: first, any job left with held runs and nothing running gets its
+    next one sent (runs.overlap.release_stranded). Uses the partial indexes
+    `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
+    outbox is empty."""
+    from .overlap import release_stranded
+
+    release_stranded(now=now)
     stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
     deferred_due = Q(scheduled_for__gt=F("enqueued_at"))
     ids = list(
         Run.objects.filter(
-            status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now
+            status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now, held=False
         )
         .filter(deferred_due | Q(enqueued_at__lt=stale_before))
         .order_by("priority", "enqueued_at")

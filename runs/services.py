@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F
 from django.utils import timezone
 
 from jobs.errors import InvalidInput, JobNotFound
@@ -18,30 +19,25 @@ from jobs.models import Job
 from jobs.services import on_run_finished, on_run_started
 
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
+from .overlap import activity, admit, cancel_active_runs, revoke_after_commit
+from .retries import retry_run
 from .signals import run_finished
 from .statements import cas_update, insert_run, job_activity
+from .transitions import (
+    Admission,
+    Decision,
+    JobAfterRun,
+    JobLimits,
+    RetryPlan,
+    compute_job_after_run,
+)
 
 log = logging.getLogger("takt.runs")
 
 
-def _active(now: datetime) -> Q:
-    """Runs that make a job busy: running, or queued and already due. A run
-    queued for a later `run_at` does not block the schedule before it."""
-    return Q(status=RunStatus.RUNNING) | Q(status=RunStatus.QUEUED, scheduled_for__lte=now)
-
-
-def job_is_busy(job_id: int, *, now: datetime) -> bool:
-    running, queued_due = job_activity(job_id, now=now)
-    return running + queued_due > 0
-
-
 def busy_job_ids(job_ids: list[int], *, now: datetime) -> set[int]:
     """The jobs among `job_ids` with a running or due queued run (one query)."""
-    return set(
-        Run.objects.filter(_active(now), job_id__in=job_ids)
-        .values_list("job_id", flat=True)
-        .distinct()
-    )
+    return set(activity(job_ids, now=now))
 
 
 def default_priority(job: Job, trigger: str) -> int:
@@ -66,29 +62,44 @@ def create_run(
     priority: int | None = None,
     dedupe_key: str = "",
 ) -> Run:
-    """Insert one queued run (or a `skipped` one when the job is busy and its
-    overlap policy is `skip`). The caller publishes it after commit. A run
-    for a later time is not checked now: the worker checks it when it starts."""
+    """Insert one run as the job's overlap policy admits it (F-23): queued,
+    queued and held (waiting for the running run), or `skipped` with the
+    reason; a `cancel_other` run cancels the job's other active runs. The
+    caller publishes a queued, unheld, due run after commit. A run for a
+    later time is admitted when it starts (the worker's lock check)."""
     scheduled_for = scheduled_for or now
-    busy = scheduled_for <= now and job_is_busy(job.pk, now=now)
+    decision = Decision(Admission.QUEUE)
+    if scheduled_for <= now:
+        running, waiting = job_activity(job.pk, now=now)
+        decision = admit(job, running=running, waiting=waiting)
+    skipped = decision.admission is Admission.SKIP
     run = Run(
         job=job,
         trigger=trigger,
-        status=RunStatus.SKIPPED if busy else RunStatus.QUEUED,
+        status=RunStatus.SKIPPED if skipped else RunStatus.QUEUED,
+        held=decision.admission is Admission.HOLD,
         priority=default_priority(job, trigger) if priority is None else priority,
         params=job.params if params is None else params,
         scheduled_for=scheduled_for,
         enqueued_at=now,
-        finished_at=now if busy else None,
-        message=skipped_message(job.pk) if busy else "",
+        finished_at=now if skipped else None,
+        message=f"skipped: {decision.reason}" if skipped else "",
         dedupe_key=dedupe_key,
     )
-    insert_run(run)
-    if busy:
+    with transaction.atomic() if decision.admission is Admission.REPLACE else nullcontext():
+        insert_run(run)
+        if decision.admission is Admission.REPLACE:
+            revoke_after_commit(
+                cancel_active_runs(
+                    job.pk, keep=run.pk, now=now, reason=f"cancelled: replaced by run #{run.pk}"
+                )
+            )
+    if skipped:
         log.info(
-            "run %s of job %s skipped: job busy",
+            "run %s of job %s skipped: %s",
             run.pk,
             job.pk,
+            decision.reason,
             extra={"job_id": job.pk, "run_id": run.pk},
         )
     return run
@@ -155,7 +166,7 @@ def enqueue_job(
             priority=priority,
             dedupe_key=dedupe_key or "",
         )
-        if run.status == RunStatus.QUEUED and run.scheduled_for <= now:
+        if run.status == RunStatus.QUEUED and not run.held and run.scheduled_for <= now:
             publish_after_commit([run])
     return run
 
@@ -184,13 +195,18 @@ def finish_run(
     output: str | None = None,
     result: Any = None,
     result_code: int | None = None,
+    retry: RetryPlan | None = None,
 ) -> bool:
     """from_status → a final status, with times and output, in one
-    transaction with the interval triggers anchored on the run's end. Then
-    `run_finished` receivers (the heartbeat) run after the commit: their
-    failure never undoes the run's end. False (and nothing written) when
-    the run was not in `from_status`."""
+    transaction with what must go with it: the interval triggers anchored on
+    the run's end, the retry run (`retry`, from runs.retries.plan_retry),
+    and the job's failure streak and run count with the automatic pause and
+    run limit (F-104). Then `run_finished` receivers (the heartbeat) run
+    after the commit: their failure never undoes the run's end. False (and
+    nothing written) when the run was not in `from_status`."""
     started = run.started_at
+    if retry is not None:
+        message = f"{message}; {retry.reason}" if message else retry.reason
     fields: dict[str, Any] = {
         "status": status,
         "finished_at": now,
@@ -202,11 +218,18 @@ def finish_run(
     if output is not None:
         fields["output"] = output
     extra = {"job_id": run.job_id, "run_id": run.pk}
-    with _atomic_if(_waits_for_runs(run)):
+    after = _job_after_run(run, status)
+    with _atomic_if(_waits_for_runs(run) or retry is not None or after is not None):
         if not cas_update(run.pk, expected_status=from_status, changes=fields):
             return False
         if _waits_for_runs(run):
             on_run_finished(run.job_id, started_at=started, finished_at=now)
+        if retry is not None and retry.retry_at is not None:
+            insert_run(retry_run(run, retry, now=now))
+        elif retry is not None and retry.dropped:
+            Job.objects.filter(pk=run.job_id).update(dropped_retries=F("dropped_retries") + 1)
+        if after is not None:
+            _apply_job_after_run(run.job_id, after, now=now)
     for name, value in fields.items():
         setattr(run, name, value)
     log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
@@ -215,6 +238,39 @@ def finish_run(
     except Exception:
         log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
     return True
+
+
+COUNTED = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST}
+
+
+def _job_after_run(run: Run, status: str) -> JobAfterRun | None:
+    """The job's counters after this run (F-104), or None when nothing about
+    the job changes (no limits set, and no failure streak to start or end):
+    the common case costs no statement."""
+    job = run.job
+    limits = JobLimits(getattr(job, "pause_after_failures", None), getattr(job, "max_runs", None))
+    failed = status != RunStatus.SUCCEEDED
+    streak = getattr(job, "consecutive_failures", 0) or 0
+    if status not in COUNTED or (limits == JobLimits() and not failed and streak == 0):
+        return None
+    done = getattr(job, "runs_done", 0) or 0
+    after = compute_job_after_run(
+        limits, consecutive_failures=streak, runs_done=done, failed=failed
+    )
+    # Runs are counted only while a run limit is set.
+    return after if limits.max_runs else replace(after, runs_done=done)
+
+
+def _apply_job_after_run(job_id: int, after: JobAfterRun, *, now: datetime) -> None:
+    from jobs.services import pause_job, set_jobs_enabled
+
+    Job.objects.filter(pk=job_id).update(
+        consecutive_failures=after.consecutive_failures, runs_done=after.runs_done
+    )
+    if after.pause:
+        pause_job(job_id, note=after.pause, by="takt", now=now)
+    if after.disable:
+        set_jobs_enabled([job_id], False, note=after.disable)
 
 
 def _atomic_if(needed: bool) -> AbstractContextManager[Any]:

@@ -26,8 +26,33 @@ from jobs.services import RUN_ANCHORS
 
 from .models import Run, RunStatus
 
-JOB_FIELDS = ("name", "description", "kind", "target", "timeout_s", "heartbeat_deadline_s")
-RUN_FIELDS = ("status", "trigger", "params", "priority", "scheduled_for", "started_at", "job_id")
+JOB_FIELDS = (
+    "name",
+    "description",
+    "kind",
+    "target",
+    "timeout_s",
+    "timeout_action",
+    "heartbeat_deadline_s",
+    "overlap_policy",
+    "max_instances",
+    "max_buffered",
+    "max_retries",
+    "pause_after_failures",
+    "max_runs",
+    "consecutive_failures",
+    "runs_done",
+)
+RUN_FIELDS = (
+    "status",
+    "trigger",
+    "params",
+    "priority",
+    "scheduled_for",
+    "started_at",
+    "job_id",
+    "attempt",
+)
 
 
 def _col(model: type[Any], name: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 from django.db import IntegrityError, connections, transaction
 
 from jobs.models import Trigger
-from runs.dispatch import ClaimResult, _claim_one, claim_due_runs
+from runs.dispatch import ClaimResult, _claim_one, _Load, claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
 
 from .conftest import SECOND, hourly, make_job, utc
@@ -33,7 +33,7 @@ def test_a_claim_from_a_stale_next_run_at_creates_no_run_and_counts_a_lost_race(
     assert claim_due_runs(now=T0, limit=10).claimed == 1  # the fast beat
 
     result = ClaimResult()
-    _claim_one(seen_by_the_slow_beat, now=T0, busy=set(), result=result)
+    _claim_one(seen_by_the_slow_beat, now=T0, load=_Load({}), result=result)
 
     assert (result.claimed, result.lost_races) == (0, 1)
     assert Run.objects.count() == 1
@@ -48,7 +48,7 @@ def test_a_claim_loses_to_an_edit_that_moved_next_run_at():
     Trigger.objects.filter(pk=trigger.pk).update(next_run_at=T0 + 5 * HOUR)
 
     result = ClaimResult()
-    _claim_one(seen_by_the_beat, now=T0, busy=set(), result=result)
+    _claim_one(seen_by_the_beat, now=T0, load=_Load({}), result=result)
 
     assert (result.claimed, result.lost_races) == (0, 1)
     assert not Run.objects.exists()
@@ -185,7 +185,7 @@ def test_two_beats_that_read_the_same_due_triggers_still_create_one_run_each():
         result = ClaimResult()
         with transaction.atomic():
             for trigger in seen:
-                _claim_one(trigger, now=T0, busy=set(), result=result)
+                _claim_one(trigger, now=T0, load=_Load({}), result=result)
         return result
 
     results = race(2, beat)

@@ -202,7 +202,7 @@ def test_a_busy_job_gets_a_skipped_run_with_a_message(active_status):
         T0,
     )
     assert (
-        run.message == f"skipped: job #{job.pk} already has an active run (overlap policy 'skip')"
+        run.message == "skipped: the job already has an active run (overlap policy 'skip')"
     )
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + HOUR

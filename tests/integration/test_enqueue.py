@@ -85,7 +85,7 @@ def test_enqueue_on_a_busy_job_records_a_skipped_run():
     assert (first.status, second.status) == (RunStatus.QUEUED, RunStatus.SKIPPED)
     assert (
         second.message
-        == f"skipped: job #{job.pk} already has an active run (overlap policy 'skip')"
+        == "skipped: the job already has an active run (overlap policy 'skip')"
     )
 
 

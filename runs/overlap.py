@@ -1,0 +1,146 @@
+"""Applying the overlap policy (F-23) to the database: counting a job's
+active runs, admitting a new run, holding a run back until the job is free,
+sending the next held run when it is, and cancelling the runs a
+`cancel_other` run replaces. The decisions themselves are the pure
+functions in runs/transitions.py.
+
+Held runs are `queued` with `held` set and no published_at: the outbox
+sweep leaves them alone while their job has a running run. Whoever ends
+or parks a run of the job sends the next held one (`release_next_held`);
+the beat's sweep does the same for any job left with held runs and nothing
+running (a worker that died between the two steps), so a held run never
+waits for ever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
+
+from jobs.models import Job
+from jobs.services import overlap_rules
+
+from .models import Run, RunStatus, task_id_for
+from .transitions import Admission, Decision, compute_admission
+
+log = logging.getLogger("takt.runs")
+
+
+def activity(job_ids: list[int], *, now: datetime) -> dict[int, tuple[int, int]]:
+    """job id -> (running runs, queued runs already due, held or not); one
+    query. A run queued for a later time (run_at, a retry's delay) does not
+    count until it is due."""
+    rows = (
+        Run.objects.filter(job_id__in=job_ids)
+        .filter(Q(status=RunStatus.RUNNING) | Q(status=RunStatus.QUEUED, scheduled_for__lte=now))
+        .values("job_id", "status")
+        .annotate(n=Count("id"))
+    )
+    counts: dict[int, Counter[str]] = {}
+    for row in rows:
+        counts.setdefault(row["job_id"], Counter())[row["status"]] = row["n"]
+    return {job_id: (c[RunStatus.RUNNING], c[RunStatus.QUEUED]) for job_id, c in counts.items()}
+
+
+def admit(job: Job, *, running: int, waiting: int) -> Decision:
+    return compute_admission(overlap_rules(job), running=running, waiting=waiting)
+
+
+def cancel_active_runs(job_id: int, *, keep: int | None, now: datetime, reason: str) -> list[str]:
+    """Cancel the job's queued and running runs except `keep` (compare-and-
+    set per status). Returns the Celery task ids of the runs that were
+    running, to be revoked (stopped) after commit."""
+    base = Run.objects.filter(job_id=job_id).exclude(pk=keep)
+    running_ids = list(base.filter(status=RunStatus.RUNNING).values_list("pk", flat=True))
+    fields = {"status": RunStatus.CANCELLED, "finished_at": now, "message": reason}
+    base.filter(status=RunStatus.QUEUED).update(**fields, held=False)
+    stopped = Run.objects.filter(pk__in=running_ids, status=RunStatus.RUNNING).update(**fields)
+    if running_ids:
+        log.info("cancelled %d running runs of job %s", stopped, job_id, extra={"job_id": job_id})
+    return [task_id_for(pk) for pk in running_ids]
+
+
+def revoke_after_commit(task_ids: list[str]) -> None:
+    """Stop the cancelled runs' processes once the cancel is committed."""
+    if not task_ids:
+        return
+
+    def revoke() -> None:
+        from .tasks import execute_run
+
+        try:
+            execute_run.app.control.revoke(task_ids, terminate=True, signal="SIGTERM")
+        except Exception:  # the runs are cancelled either way; their end is ignored
+            log.exception("could not ask the workers to stop %s", task_ids)
+
+    transaction.on_commit(revoke)
+
+
+def hold_run(run: Run) -> bool:
+    """running → queued and held: a worker found the job's lock taken and the
+    policy says wait (buffer_one, buffer_all, or a retry). Compare-and-set."""
+    return bool(
+        Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+            status=RunStatus.QUEUED, held=True, started_at=None, worker="", published_at=None
+        )
+    )
+
+
+def release_next_held(job_id: int, *, now: datetime) -> Run | None:
+    """If the job has nothing running, send its next held run (by priority,
+    then age): unhold it by compare-and-set and publish it after commit.
+    Returns the run sent, if any."""
+    from .publish import publish_after_commit
+
+    if Run.objects.filter(job_id=job_id, status=RunStatus.RUNNING).exists():
+        return None
+    candidate = (
+        Run.objects.filter(job_id=job_id, status=RunStatus.QUEUED, held=True)
+        .select_related("job")
+        .order_by("priority", "enqueued_at", "pk")
+        .first()
+    )
+    if candidate is None:
+        return None
+    if not Run.objects.filter(pk=candidate.pk, held=True, status=RunStatus.QUEUED).update(
+        held=False
+    ):
+        return None  # another worker sent it
+    candidate.held = False
+    publish_after_commit([candidate])
+    log.info(
+        "sending held run %s of job %s",
+        candidate.pk,
+        job_id,
+        extra={"job_id": job_id, "run_id": candidate.pk},
+    )
+    return candidate
+
+
+def release_stranded(*, now: datetime, limit: int = 100) -> int:
+    """The sweep's safety net: send the next held run of every job that has
+    held runs and nothing running. Costs one indexed probe when none wait."""
+    running = Run.objects.filter(job_id=OuterRef("job_id"), status=RunStatus.RUNNING)
+    job_ids = list(
+        Run.objects.filter(status=RunStatus.QUEUED, held=True, scheduled_for__lte=now)
+        .filter(~Exists(running))
+        .values_list("job_id", flat=True)
+        .distinct()[:limit]
+    )
+    return sum(1 for job_id in job_ids if release_next_held(job_id, now=now) is not None)
+
+
+__all__ = [
+    "Admission",
+    "activity",
+    "admit",
+    "cancel_active_runs",
+    "hold_run",
+    "release_next_held",
+    "release_stranded",
+    "revoke_after_commit",
+]
