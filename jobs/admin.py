@@ -19,6 +19,7 @@ from runs.models import Run, RunTrigger
 
 from . import services
 from . import triggers as core
+from .errors import TaktError
 from .models import Job, Trigger
 
 HISTORY_ROWS = 25
@@ -164,7 +165,11 @@ class JobAdmin(admin.ModelAdmin):
     def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         from runs.services import enqueue_job
 
-        runs = [enqueue_job(job, trigger=RunTrigger.MANUAL) for job in queryset]
+        try:
+            runs = [enqueue_job(job, trigger=RunTrigger.MANUAL) for job in queryset]
+        except TaktError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
         self.message_user(
             request,
             f"Started {len(runs)} run(s): " + ", ".join(f"#{r.pk} ({r.status})" for r in runs),
@@ -194,7 +199,11 @@ class JobAdmin(admin.ModelAdmin):
         job = get_object_or_404(Job, pk=job_id)
         if not self.has_change_permission(request, job):
             return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
-        run = enqueue_job(job, trigger=RunTrigger.MANUAL)
+        try:
+            run = enqueue_job(job, trigger=RunTrigger.MANUAL)
+        except TaktError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
         level = messages.SUCCESS if run.status == "queued" else messages.WARNING
         self.message_user(request, f"Run #{run.pk} {run.status}. {run.message}".strip(), level)
         return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))

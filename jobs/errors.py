@@ -18,3 +18,7 @@ class InvalidInput(TaktError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class QueuePaused(TaktError):
+    """The queue is paused (F-28): no run is enqueued until it resumes."""

@@ -265,3 +265,23 @@ class Trigger(models.Model):
         self._loaded_values = {
             f.attname: getattr(self, f.attname) for f in self._meta.concrete_fields
         }
+
+
+class QueueState(models.Model):
+    """The cluster-wide queue switch (F-28): one row (pk 1), made on first
+    use. While paused, no run is enqueued (scheduled ones included) and no
+    queued run starts; due times stay due and are caught up once on resume;
+    running runs go on. See jobs.queue."""
+
+    paused = models.BooleanField(default=False)
+    pause_note = models.TextField(blank=True)
+    paused_by = models.CharField(max_length=150, blank=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    resumed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "queue"
+        verbose_name_plural = "queue"
+
+    def __str__(self) -> str:
+        return "paused" if self.paused else "running"

@@ -7,10 +7,13 @@ import logging
 from datetime import datetime
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Min
 from django.utils import timezone
 
-from .models import Trigger
+from .models import QueueState, Trigger
+from .queue import mirror
+from .services import resume_due_jobs
 
 log = logging.getLogger("takt.beat")
 
@@ -21,10 +24,17 @@ def run_tick(*, now: datetime) -> float:
     from runs.dispatch import claim_due_runs
     from runs.publish import publish_runs, sweep_unpublished
 
-    # One index probe first: an idle tick takes no lock and opens no
-    # transaction (on SQLite, no write lock every poll).
-    wait = seconds_until_next_fire(now=now)
-    if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
+    # One statement first: the next fire time from the partial index and the
+    # queue switch. An idle tick takes no lock and opens no transaction (on
+    # SQLite, no write lock every poll).
+    nxt, paused = next_fire_and_pause()
+    _mirror_pause(paused)
+    wait = _seconds_until(nxt, now=now)
+    if paused:  # F-28: nothing is enqueued or sent; due times stay due
+        return float(settings.TAKT_POLL_SECONDS)
+    if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
+        wait = float(settings.TAKT_POLL_SECONDS)
+    elif wait <= 0:
         batch = settings.TAKT_CLAIM_BATCH
         while True:
             claimed = claim_due_runs(now=now, limit=batch)
@@ -39,15 +49,76 @@ def run_tick(*, now: datetime) -> float:
             if claimed.claimed + claimed.lost_races < batch:
                 break
         wait = seconds_until_next_fire(now=timezone.now())
-    elif not settings.TAKT_SCHEDULER_ENABLED:
-        wait = float(settings.TAKT_POLL_SECONDS)  # due times stay due; nothing to wake for
     sweep_unpublished(now=now)
+    _resume_due_jobs(now=now)
     return wait
+
+
+_resumed_at = float("-inf")
+RESUME_EVERY_S = 10.0
+
+
+def _resume_due_jobs(*, now: datetime) -> None:
+    """Lift job pauses whose paused_until has come, every RESUME_EVERY_S
+    (so an idle tick does not pay for the query each poll)."""
+    global _resumed_at
+    import time
+
+    if time.monotonic() - _resumed_at < RESUME_EVERY_S:
+        return
+    _resumed_at = time.monotonic()
+    resume_due_jobs(now=now)
+
+
+def next_fire_and_pause() -> tuple[datetime | None, bool]:
+    """The earliest next_run_at of an active trigger, and whether the queue
+    is paused, in one round trip."""
+    q = connection.ops.quote_name
+    trig, queue = q(Trigger._meta.db_table), q(QueueState._meta.db_table)
+    next_col, active_col = (q(Trigger._meta.get_field(f).column) for f in ("next_run_at", "active"))
+    paused_col, pk_col = (q(QueueState._meta.get_field(f).column) for f in ("paused", "id"))
+    sql = (
+        f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col} = %s),"
+        f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [True])
+        raw_next, raw_paused = cursor.fetchone()
+    field = Trigger._meta.get_field("next_run_at")
+    expression = field.get_col(Trigger._meta.db_table)
+    value = raw_next
+    for converter in connection.ops.get_db_converters(expression):
+        value = converter(value, expression, connection)
+    return value, bool(raw_paused)
+
+
+_mirrored_at = float("-inf")
+MIRROR_EVERY_S = 30.0
+
+
+def _mirror_pause(paused: bool) -> None:
+    """Keep the workers' copy of the pause in Redis: every tick while paused
+    (a Redis restart loses it for one poll at most), and now and then while
+    running (a resume whose Redis write failed heals)."""
+    global _mirrored_at
+    import time
+
+    if not paused and time.monotonic() - _mirrored_at < MIRROR_EVERY_S:
+        return
+    try:
+        mirror(paused)
+        _mirrored_at = time.monotonic()
+    except Exception:
+        log.exception("could not write the queue pause to Redis")
 
 
 def seconds_until_next_fire(*, now: datetime) -> float:
     """From the partial index: one index probe, whatever the job count."""
     nxt = Trigger.objects.filter(active=True).aggregate(m=Min("next_run_at"))["m"]
+    return _seconds_until(nxt, now=now)
+
+
+def _seconds_until(nxt: datetime | None, *, now: datetime) -> float:
     if nxt is None:
         return float(settings.TAKT_POLL_SECONDS)
     return max(0.0, (nxt - now).total_seconds())

@@ -37,7 +37,7 @@ from jobs.registry import UnknownTarget, resolve
 from jobs.services import overlap_rules
 
 from .context import JobContext, JobFailed
-from .locks import LockKeeper, acquire_slot
+from .locks import PAUSED, LockKeeper, acquire_slot
 from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
@@ -87,6 +87,10 @@ def execute(
 
     rules = overlap_rules(run.job)
     lock, acquired = acquire_slot(run.job_id, slots=rules.max_instances)
+    if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
+        hold_run(run)
+        log.info("run %s held: the queue is paused", run.pk, extra=extra)
+        return RunStatus.QUEUED
     if not acquired:
         action = compute_start_action(rules)
         if run.trigger == RunTrigger.RETRY:

@@ -29,6 +29,15 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+_ACQUIRE = """
+if redis.call('exists', KEYS[1]) == 1 then
+  return -1
+end
+if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+return 0
+"""
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('del', KEYS[1])
@@ -65,6 +74,11 @@ class JobLock:
     def acquire(self) -> bool:
         return bool(self.client.set(self.key, self.token, nx=True, px=self.ttl_ms))
 
+    def acquire_unless_paused(self, pause_key: str) -> int:
+        """One round trip: -1 if `pause_key` exists (the queue is paused),
+        1 if the lock was taken, 0 if it is held by another owner."""
+        return int(self.client.eval(_ACQUIRE, 2, pause_key, self.key, self.token, self.ttl_ms))
+
     def renew(self) -> bool:
         """Extend the lease; False when the lock is no longer ours."""
         return bool(self.client.eval(_RENEW, 1, self.key, self.token, self.ttl_ms))
@@ -92,12 +106,20 @@ def job_lock(job_id: int, *, ttl_s: float | None = None, slot: int = 0) -> JobLo
     return JobLock(key=key, ttl_ms=int(ttl * 1000))
 
 
-def acquire_slot(job_id: int, *, slots: int = 1) -> tuple[JobLock, bool]:
-    """Try the job's lock slots in order; returns the lock taken, or slot 0's
-    (not taken) and False when every slot is held."""
+PAUSED = "paused"
+
+
+def acquire_slot(job_id: int, *, slots: int = 1) -> tuple[JobLock, bool | str]:
+    """Try the job's lock slots in order; returns the lock taken and True,
+    or slot 0's lock (not taken) and False when every slot is held, or
+    PAUSED when the queue is paused (checked in the same round trip)."""
+    pause = f"{settings.TAKT_KEY_PREFIX}:queue:paused"
     for slot in range(max(slots, 1)):
         lock = job_lock(job_id, slot=slot)
-        if lock.acquire():
+        got = lock.acquire_unless_paused(pause)
+        if got < 0:
+            return lock, PAUSED
+        if got:
             return lock, True
     return job_lock(job_id), False
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from jobs.errors import InvalidInput, JobNotFound
+from jobs.errors import InvalidInput, JobNotFound, QueuePaused
 from jobs.models import Job
 from jobs.services import on_run_finished, on_run_started
 
@@ -70,7 +70,12 @@ def create_run(
     scheduled_for = scheduled_for or now
     decision = Decision(Admission.QUEUE)
     if scheduled_for <= now:
-        running, waiting = job_activity(job.pk, now=now)
+        running, waiting, paused = job_activity(job.pk, now=now)
+        if paused:
+            raise QueuePaused(
+                "the queue is paused: no run is enqueued until it resumes"
+                " (resume it in the admin's queue page or with manage.py resume_queue)"
+            )
         decision = admit(job, running=running, waiting=waiting)
     skipped = decision.admission is Admission.SKIP
     run = Run(

@@ -5,135 +5,239 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0002_hello_world'),
+        ("jobs", "0002_hello_world"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='catchup_max_runs',
-            field=models.PositiveSmallIntegerField(default=10, help_text="Missed-run policy 'run_all': at most this many catch-up runs (the latest).", validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000)]),
+            model_name="job",
+            name="catchup_max_runs",
+            field=models.PositiveSmallIntegerField(
+                default=10,
+                help_text="Missed-run policy 'run_all': at most this many catch-up runs (the latest).",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='catchup_pick',
-            field=models.CharField(choices=[('latest', 'The latest missed time'), ('earliest', 'The earliest missed time')], default='latest', help_text="Missed-run policy 'run_once': which missed time the catch-up run stands for.", max_length=16),
+            model_name="job",
+            name="catchup_pick",
+            field=models.CharField(
+                choices=[
+                    ("latest", "The latest missed time"),
+                    ("earliest", "The earliest missed time"),
+                ],
+                default="latest",
+                help_text="Missed-run policy 'run_once': which missed time the catch-up run stands for.",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='catchup_window_s',
-            field=models.PositiveIntegerField(blank=True, help_text='A fire time missed longer ago than this is skipped. Empty: no limit.', null=True, verbose_name='catch-up window (seconds)'),
+            model_name="job",
+            name="catchup_window_s",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="A fire time missed longer ago than this is skipped. Empty: no limit.",
+                null=True,
+                verbose_name="catch-up window (seconds)",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='consecutive_failures',
+            model_name="job",
+            name="consecutive_failures",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='job',
-            name='dropped_retries',
-            field=models.PositiveIntegerField(default=0, editable=False, help_text='Retries not made because they would have run into the next fire time.'),
+            model_name="job",
+            name="dropped_retries",
+            field=models.PositiveIntegerField(
+                default=0,
+                editable=False,
+                help_text="Retries not made because they would have run into the next fire time.",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='max_buffered',
-            field=models.PositiveSmallIntegerField(default=10, help_text="Overlap policy 'buffer_all': at most this many waiting runs.", validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000)]),
+            model_name="job",
+            name="max_buffered",
+            field=models.PositiveSmallIntegerField(
+                default=10,
+                help_text="Overlap policy 'buffer_all': at most this many waiting runs.",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='max_instances',
-            field=models.PositiveSmallIntegerField(default=1, help_text="Overlap policy 'allow': at most this many runs at once.", validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(100)]),
+            model_name="job",
+            name="max_instances",
+            field=models.PositiveSmallIntegerField(
+                default=1,
+                help_text="Overlap policy 'allow': at most this many runs at once.",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(100),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='max_runs',
-            field=models.PositiveIntegerField(blank=True, help_text='Disable the job after this many runs. Empty: no limit.', null=True, validators=[django.core.validators.MinValueValidator(1)]),
+            model_name="job",
+            name="max_runs",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Disable the job after this many runs. Empty: no limit.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1)],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='non_retryable_exceptions',
-            field=models.TextField(blank=True, help_text='Exception class names (or dotted paths), one per line, that are never retried.'),
+            model_name="job",
+            name="non_retryable_exceptions",
+            field=models.TextField(
+                blank=True,
+                help_text="Exception class names (or dotted paths), one per line, that are never retried.",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='pause_after_failures',
-            field=models.PositiveSmallIntegerField(blank=True, help_text='Pause the job after this many failed runs in a row. Empty: never.', null=True, validators=[django.core.validators.MinValueValidator(1)]),
+            model_name="job",
+            name="pause_after_failures",
+            field=models.PositiveSmallIntegerField(
+                blank=True,
+                help_text="Pause the job after this many failed runs in a row. Empty: never.",
+                null=True,
+                validators=[django.core.validators.MinValueValidator(1)],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='pause_note',
-            field=models.TextField(blank=True, help_text='Why, by whom, until when.'),
+            model_name="job",
+            name="pause_note",
+            field=models.TextField(blank=True, help_text="Why, by whom, until when."),
         ),
         migrations.AddField(
-            model_name='job',
-            name='paused',
+            model_name="job",
+            name="paused",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='job',
-            name='paused_at',
+            model_name="job",
+            name="paused_at",
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
         migrations.AddField(
-            model_name='job',
-            name='paused_by',
+            model_name="job",
+            name="paused_by",
             field=models.CharField(blank=True, editable=False, max_length=150),
         ),
         migrations.AddField(
-            model_name='job',
-            name='paused_until',
-            field=models.DateTimeField(blank=True, help_text='Resume by itself at this time. Empty: until resumed.', null=True),
+            model_name="job",
+            name="paused_until",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Resume by itself at this time. Empty: until resumed.",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='retry_backoff_factor',
-            field=models.FloatField(default=2.0, help_text='1 = a constant delay.', validators=[django.core.validators.MinValueValidator(1.0)]),
+            model_name="job",
+            name="retry_backoff_factor",
+            field=models.FloatField(
+                default=2.0,
+                help_text="1 = a constant delay.",
+                validators=[django.core.validators.MinValueValidator(1.0)],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='retry_backoff_max_s',
-            field=models.PositiveIntegerField(default=3600, verbose_name='longest retry delay (seconds)'),
+            model_name="job",
+            name="retry_backoff_max_s",
+            field=models.PositiveIntegerField(
+                default=3600, verbose_name="longest retry delay (seconds)"
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='retry_backoff_s',
-            field=models.PositiveIntegerField(default=10, help_text='Delay before the first retry; each next one is `factor` times longer.', validators=[django.core.validators.MinValueValidator(1)], verbose_name='retry delay (seconds)'),
+            model_name="job",
+            name="retry_backoff_s",
+            field=models.PositiveIntegerField(
+                default=10,
+                help_text="Delay before the first retry; each next one is `factor` times longer.",
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="retry delay (seconds)",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='retry_jitter',
-            field=models.FloatField(default=0.1, help_text='Each delay is shortened at random by up to this fraction (0 to 1).', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            model_name="job",
+            name="retry_jitter",
+            field=models.FloatField(
+                default=0.1,
+                help_text="Each delay is shortened at random by up to this fraction (0 to 1).",
+                validators=[
+                    django.core.validators.MinValueValidator(0.0),
+                    django.core.validators.MaxValueValidator(1.0),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='retry_on_timeout',
-            field=models.BooleanField(default=False, help_text='Retry a run that timed out (by default the timeout beats retries).'),
+            model_name="job",
+            name="retry_on_timeout",
+            field=models.BooleanField(
+                default=False,
+                help_text="Retry a run that timed out (by default the timeout beats retries).",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='runs_done',
+            model_name="job",
+            name="runs_done",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
         migrations.AlterField(
-            model_name='job',
-            name='max_retries',
-            field=models.PositiveSmallIntegerField(default=0, help_text='0: no retries.', validators=[django.core.validators.MaxValueValidator(100)]),
+            model_name="job",
+            name="max_retries",
+            field=models.PositiveSmallIntegerField(
+                default=0,
+                help_text="0: no retries.",
+                validators=[django.core.validators.MaxValueValidator(100)],
+            ),
         ),
         migrations.AlterField(
-            model_name='job',
-            name='missed_run_policy',
-            field=models.CharField(choices=[('skip', 'Skip missed runs'), ('run_once', 'Run once to catch up'), ('run_all', 'Run every missed time (bounded)')], default='run_once', max_length=16),
+            model_name="job",
+            name="missed_run_policy",
+            field=models.CharField(
+                choices=[
+                    ("skip", "Skip missed runs"),
+                    ("run_once", "Run once to catch up"),
+                    ("run_all", "Run every missed time (bounded)"),
+                ],
+                default="run_once",
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='job',
-            name='overlap_policy',
-            field=models.CharField(choices=[('skip', 'Skip (record a skipped run)'), ('buffer_one', 'Buffer one (one waiting run, no pile-up)'), ('buffer_all', 'Buffer all (up to max_buffered waiting runs)'), ('cancel_other', 'Cancel the other run (the new one replaces it)'), ('allow', 'Allow parallel runs (up to max_instances)')], default='skip', max_length=16),
+            model_name="job",
+            name="overlap_policy",
+            field=models.CharField(
+                choices=[
+                    ("skip", "Skip (record a skipped run)"),
+                    ("buffer_one", "Buffer one (one waiting run, no pile-up)"),
+                    ("buffer_all", "Buffer all (up to max_buffered waiting runs)"),
+                    ("cancel_other", "Cancel the other run (the new one replaces it)"),
+                    ("allow", "Allow parallel runs (up to max_instances)"),
+                ],
+                default="skip",
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='job',
-            name='timeout_action',
-            field=models.CharField(choices=[('stop', 'Stop the run (timed_out)'), ('continue', 'Keep it running with a warning (the job stays locked)')], default='stop', max_length=16),
+            model_name="job",
+            name="timeout_action",
+            field=models.CharField(
+                choices=[
+                    ("stop", "Stop the run (timed_out)"),
+                    ("continue", "Keep it running with a warning (the job stays locked)"),
+                ],
+                default="stop",
+                max_length=16,
+            ),
         ),
     ]

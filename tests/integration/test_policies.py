@@ -214,3 +214,38 @@ def test_a_job_disables_itself_after_its_run_limit(redis_client):
     job.refresh_from_db()
     assert (job.enabled, job.runs_done) == (False, 2)
     assert job.pause_note == "disabled automatically: reached its limit of 2 runs"
+
+
+def test_a_paused_queue_enqueues_nothing_and_holds_what_arrives(redis_client):
+    from jobs.errors import QueuePaused
+    from jobs.queue import pause_queue, resume_queue
+    from jobs.ticks import run_tick
+
+    job = make_job(target="tests.echo", overlap_policy="allow", max_instances=3)
+    already_sent = enqueue_job(job, trigger="manual", now=T0)
+    trigger = make_trigger(job, created_at=T0, kind="interval", interval_seconds=60)
+    assert pause_queue(note="deploying", by="ops", now=T0)
+
+    with pytest.raises(QueuePaused, match="the queue is paused"):
+        enqueue_job(job, trigger="manual", now=T0 + SECOND)
+    # A run that was sent before the pause is put back, not started.
+    assert execute(already_sent.pk, worker="w", clock=clock(T0 + SECOND)) == RunStatus.QUEUED
+    already_sent.refresh_from_db()
+    assert already_sent.held and already_sent.started_at is None
+    # The beat claims nothing while paused: the due times stay due.
+    run_tick(now=T0 + 150 * SECOND)
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 60 * SECOND
+    assert job.runs.count() == 1
+
+    assert resume_queue(now=T0 + 170 * SECOND)
+    run_tick(now=T0 + 170 * SECOND)
+    caught_up = job.runs.exclude(pk=already_sent.pk)
+    assert [(r.trigger, r.scheduled_for) for r in caught_up] == [
+        (RunTrigger.CATCHUP, T0 + 120 * SECOND)  # once, for the latest of T0+60 s, T0+120 s
+    ]
+    already_sent.refresh_from_db()
+    assert not already_sent.held  # sent again by the sweep
+    assert execute(already_sent.pk, worker="w", clock=clock(T0 + 171 * SECOND)) == (
+        RunStatus.SUCCEEDED
+    )
