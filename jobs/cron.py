@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, available_timezones
 
 from cron_descriptor import ExpressionDescriptor, Options
@@ -152,6 +152,24 @@ def normalize_cron(expression: str) -> str:
     except StopIteration:
         raise TriggerError("cron_expression", "never fires: no date matches") from None
     return result
+
+
+def cron_fixed_times(expression: str) -> tuple[time, ...] | None:
+    """The local times of day at which a *fixed-time* cron fires, ascending:
+    its second (0 in a 5-field expression), minute and hour fields are each a
+    number or a list of numbers. None when any of them has a wildcard, a range
+    or a step. Raises TriggerError("cron_expression") for an invalid cron."""
+    parts = normalize_cron(expression).split()
+    if len(parts) == 5:
+        parts = ["0", *parts]
+    values: list[list[int]] = []
+    for text in parts[:3]:
+        terms = text.split(",")
+        if not all(term.isascii() and term.isdigit() for term in terms):
+            return None
+        values.append(sorted({int(term) for term in terms}))
+    seconds, minutes, hours = values
+    return tuple(time(h, m, s) for h in hours for m in minutes for s in seconds)
 
 
 # --- fire times -------------------------------------------------------------

@@ -201,9 +201,7 @@ def test_a_busy_job_gets_a_skipped_run_with_a_message(active_status):
         T0,
         T0,
     )
-    assert (
-        run.message == "skipped: the job already has an active run (overlap policy 'skip')"
-    )
+    assert run.message == "skipped: the job already has an active run (overlap policy 'skip')"
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + HOUR
     assert Run.objects.get(pk=active.pk).status == active_status

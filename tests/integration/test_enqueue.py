@@ -83,10 +83,7 @@ def test_enqueue_on_a_busy_job_records_a_skipped_run():
     second = enqueue_job(job, now=T0 + SECOND)
 
     assert (first.status, second.status) == (RunStatus.QUEUED, RunStatus.SKIPPED)
-    assert (
-        second.message
-        == "skipped: the job already has an active run (overlap policy 'skip')"
-    )
+    assert second.message == "skipped: the job already has an active run (overlap policy 'skip')"
 
 
 def test_the_same_dedupe_key_returns_the_active_run():

@@ -1,5 +1,6 @@
 """jobs.scheduling.compute_claim: what the beat does with a due trigger
-(F-20, F-21, F-24 run_once, F-102 coalescing latest). No database."""
+(F-20, F-21, F-24 run_once, F-102 coalescing latest), without missed-run
+rules (today's behaviour); the rules are in test_missed_runs.py. No database."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs.scheduling import Claim, compute_claim, compute_due_window
+from jobs.scheduling import Claim, MissedRunRules, PlannedRun, compute_claim, compute_due_window
 from jobs.triggers import (
     CronSpec,
     IntervalAnchor,
@@ -32,6 +33,20 @@ def utc(
     return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
 
 
+def single(
+    scheduled_for: datetime | None,
+    next_run_at: datetime | None,
+    missed: int,
+    catchup: bool,
+    *,
+    truncated: bool = False,
+) -> Claim:
+    """The claim of today's behaviour (no rules): at most one run, nothing
+    skipped; `missed` counts the fire times coalesced into the run."""
+    runs = () if scheduled_for is None else (PlannedRun(scheduled_for, catchup, missed),)
+    return Claim(runs, next_run_at, truncated=truncated)
+
+
 T = utc(2026, 1, 5, 10, 15)  # a fire time of "*/15 * * * *"
 EVERY_QUARTER = CronSpec("*/15 * * * *")
 AT = utc(2026, 6, 1, 8)
@@ -39,52 +54,52 @@ START = utc(2026, 1, 5, 10)
 
 CASES = [
     # id, spec, next_run_at, now, expected claim
-    ("cron-on-time", EVERY_QUARTER, T, T, Claim(T, T + QUARTER, 0, False)),
-    ("cron-1s-late", EVERY_QUARTER, T, T + SECOND, Claim(T, T + QUARTER, 0, False)),
-    ("cron-1s-before-next", EVERY_QUARTER, T, T + QUARTER - SECOND, Claim(T, T + QUARTER, 0, False)),
-    ("cron-at-next", EVERY_QUARTER, T, T + QUARTER, Claim(T + QUARTER, T + 2 * QUARTER, 1, True)),
+    ("cron-on-time", EVERY_QUARTER, T, T, single(T, T + QUARTER, 0, False)),
+    ("cron-1s-late", EVERY_QUARTER, T, T + SECOND, single(T, T + QUARTER, 0, False)),
+    ("cron-1s-before-next", EVERY_QUARTER, T, T + QUARTER - SECOND, single(T, T + QUARTER, 0, False)),
+    ("cron-at-next", EVERY_QUARTER, T, T + QUARTER, single(T + QUARTER, T + 2 * QUARTER, 1, True)),
     ("cron-several-missed", EVERY_QUARTER, T, utc(2026, 1, 5, 11, 7),
-     Claim(utc(2026, 1, 5, 11), utc(2026, 1, 5, 11, 15), 3, True)),
-    ("cron-not-due-yet", EVERY_QUARTER, T, T - SECOND, Claim(None, T, 0, False)),
+     single(utc(2026, 1, 5, 11), utc(2026, 1, 5, 11, 15), 3, True)),
+    ("cron-not-due-yet", EVERY_QUARTER, T, T - SECOND, single(None, T, 0, False)),
     # An edited next_run_at off the schedule still counts as a fire time.
     ("cron-edited-next-run-at", EVERY_QUARTER, T + 5 * MINUTE, T + 5 * MINUTE,
-     Claim(T + 5 * MINUTE, T + QUARTER, 0, False)),
+     single(T + 5 * MINUTE, T + QUARTER, 0, False)),
     ("cron-edited-next-run-at-missed", EVERY_QUARTER, T + 5 * MINUTE, T + QUARTER + MINUTE,
-     Claim(T + QUARTER, T + 2 * QUARTER, 1, True)),
+     single(T + QUARTER, T + 2 * QUARTER, 1, True)),
     ("cron-6-fields", CronSpec("*/10 * * * * *"), T, T + 25 * SECOND,
-     Claim(T + 20 * SECOND, T + 30 * SECOND, 2, True)),
+     single(T + 20 * SECOND, T + 30 * SECOND, 2, True)),
     # DST: the hourly job runs in both copies of Berlin's 02:00; the daily
     # 02:30 job fired once, at the first copy.
     ("cron-hourly-fall-back", CronSpec("0 * * * *", "Europe/Berlin"), utc(2026, 10, 25, 0), utc(2026, 10, 25, 2),
-     Claim(utc(2026, 10, 25, 2), utc(2026, 10, 25, 3), 2, True)),
+     single(utc(2026, 10, 25, 2), utc(2026, 10, 25, 3), 2, True)),
     ("cron-daily-fall-back", CronSpec("30 2 * * *", "Europe/Berlin"), utc(2026, 10, 25, 0, 30),
-     utc(2026, 10, 25, 1, 30), Claim(utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30), 0, False)),
+     utc(2026, 10, 25, 1, 30), single(utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30), 0, False)),
     ("cron-daily-spring-forward", CronSpec("30 2 * * *", "Europe/Berlin"), utc(2026, 3, 28, 1, 30),
-     utc(2026, 3, 29, 1), Claim(utc(2026, 3, 29, 1), utc(2026, 3, 30, 0, 30), 1, True)),
+     utc(2026, 3, 29, 1), single(utc(2026, 3, 29, 1), utc(2026, 3, 30, 0, 30), 1, True)),
     # once: runs, then the trigger is finished
-    ("once-on-time", OnceSpec(AT), AT, AT, Claim(AT, None, 0, False)),
-    ("once-late", OnceSpec(AT), AT, AT + timedelta(days=3), Claim(AT, None, 0, False)),
+    ("once-on-time", OnceSpec(AT), AT, AT, single(AT, None, 0, False)),
+    ("once-late", OnceSpec(AT), AT, AT + timedelta(days=3), single(AT, None, 0, False)),
     ("once-berlin", OnceSpec(datetime(2026, 6, 1, 10, tzinfo=ZoneInfo("Europe/Berlin"))), AT, AT,
-     Claim(AT, None, 0, False)),
+     single(AT, None, 0, False)),
     # fixed-rate interval without start_at: the grid is anchored at next_run_at
-    ("interval-on-time", IntervalSpec(MINUTE), T, T, Claim(T, T + MINUTE, 0, False)),
-    ("interval-1s-before-next", IntervalSpec(MINUTE), T, T + MINUTE - SECOND, Claim(T, T + MINUTE, 0, False)),
-    ("interval-at-next", IntervalSpec(MINUTE), T, T + MINUTE, Claim(T + MINUTE, T + 2 * MINUTE, 1, True)),
+    ("interval-on-time", IntervalSpec(MINUTE), T, T, single(T, T + MINUTE, 0, False)),
+    ("interval-1s-before-next", IntervalSpec(MINUTE), T, T + MINUTE - SECOND, single(T, T + MINUTE, 0, False)),
+    ("interval-at-next", IntervalSpec(MINUTE), T, T + MINUTE, single(T + MINUTE, T + 2 * MINUTE, 1, True)),
     ("interval-several-missed", IntervalSpec(MINUTE), T, T + 5 * MINUTE + 30 * SECOND,
-     Claim(T + 5 * MINUTE, T + 6 * MINUTE, 5, True)),
+     single(T + 5 * MINUTE, T + 6 * MINUTE, 5, True)),
     # fixed-rate interval with start_at: the grid is start_at + k * every
     ("interval-grid-missed", IntervalSpec(QUARTER, start_at=START), START + QUARTER, START + 50 * MINUTE,
-     Claim(START + 45 * MINUTE, START + 60 * MINUTE, 2, True)),
+     single(START + 45 * MINUTE, START + 60 * MINUTE, 2, True)),
     ("interval-grid-edited-off-grid", IntervalSpec(QUARTER, start_at=START), START + 20 * MINUTE,
-     START + 25 * MINUTE, Claim(START + 20 * MINUTE, START + 30 * MINUTE, 0, False)),
+     START + 25 * MINUTE, single(START + 20 * MINUTE, START + 30 * MINUTE, 0, False)),
     ("interval-grid-before-start", IntervalSpec(QUARTER, start_at=START), START - MINUTE, START - SECOND,
-     Claim(START - MINUTE, START, 0, False)),
+     single(START - MINUTE, START, 0, False)),
     ("interval-grid-at-start", IntervalSpec(QUARTER, start_at=START), START - MINUTE, START,
-     Claim(START, START + QUARTER, 1, True)),
+     single(START, START + QUARTER, 1, True)),
     # anchored on a run's start or finish: one run, the worker sets next_run_at
     ("interval-from-finish", IntervalSpec(MINUTE, IntervalAnchor.FROM_FINISH), T, T + timedelta(hours=2),
-     Claim(T, None, 0, False)),
-    ("interval-from-start", IntervalSpec(MINUTE, IntervalAnchor.FROM_START), T, T, Claim(T, None, 0, False)),
+     single(T, None, 0, False)),
+    ("interval-from-start", IntervalSpec(MINUTE, IntervalAnchor.FROM_START), T, T, single(T, None, 0, False)),
 ]  # fmt: skip
 
 
@@ -103,6 +118,20 @@ def test_compute_claim(
 
 
 @pytest.mark.parametrize(
+    ("spec", "next_run_at", "now", "expected"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_no_rules_means_everything_due_coalesced(
+    spec: TriggerSpec, next_run_at: datetime, now: datetime, expected: Claim
+) -> None:
+    # Today's behaviour, spelled as missed-run rules: no grace limit, and
+    # every due fire time coalesced into one run for the latest.
+    rules = MissedRunRules(grace=timedelta.max, coalesce_until=now)
+    assert compute_claim(spec, next_run_at=next_run_at, now=now, rules=rules) == expected
+
+
+@pytest.mark.parametrize(
     "spec",
     [CronSpec("* * * * * *"), CronSpec("* * * * * *", "Europe/Berlin"), IntervalSpec(SECOND)],
     ids=["cron-utc", "cron-berlin", "interval"],
@@ -113,22 +142,34 @@ def test_huge_gap_is_bounded_and_fast(spec: TriggerSpec) -> None:
     started = time.perf_counter()
     claim = compute_claim(spec, next_run_at=utc(2026, 3, 1), now=now)
     assert time.perf_counter() - started < 2.0
-    assert claim == Claim(utc(2026, 4, 1), utc(2026, 4, 1, 0, 0, 1), 10_000, True)
+    assert claim == single(utc(2026, 4, 1), utc(2026, 4, 1, 0, 0, 1), 10_000, True, truncated=True)
 
 
 @pytest.mark.parametrize(
     ("spec", "next_run_at", "now", "max_scan", "expected"),
     [
-        # Counting stops at max_scan; the latest fire time is still exact.
-        (EVERY_QUARTER, T, T + 10 * QUARTER, 5, Claim(T + 10 * QUARTER, T + 11 * QUARTER, 5, True)),
-        (EVERY_QUARTER, T, T + 5 * QUARTER, 5, Claim(T + 5 * QUARTER, T + 6 * QUARTER, 5, True)),
-        (EVERY_QUARTER, T, T + 5 * QUARTER, 4, Claim(T + 5 * QUARTER, T + 6 * QUARTER, 4, True)),
+        # Counting stops at max_scan (truncated); the latest fire time is still exact.
+        (
+            EVERY_QUARTER,
+            T,
+            T + 10 * QUARTER,
+            5,
+            single(T + 10 * QUARTER, T + 11 * QUARTER, 5, True, truncated=True),
+        ),
+        (EVERY_QUARTER, T, T + 5 * QUARTER, 5, single(T + 5 * QUARTER, T + 6 * QUARTER, 5, True)),
+        (
+            EVERY_QUARTER,
+            T,
+            T + 5 * QUARTER,
+            4,
+            single(T + 5 * QUARTER, T + 6 * QUARTER, 4, True, truncated=True),
+        ),
         (
             IntervalSpec(MINUTE),
             T,
             T + 10 * MINUTE,
             5,
-            Claim(T + 10 * MINUTE, T + 11 * MINUTE, 5, True),
+            single(T + 10 * MINUTE, T + 11 * MINUTE, 5, True, truncated=True),
         ),
         # The reverse search for the latest time starts in the second copy of
         # Berlin's repeated hour (02:15 CET) and must find the first 02:30.
@@ -137,7 +178,7 @@ def test_huge_gap_is_bounded_and_fast(spec: TriggerSpec) -> None:
             utc(2026, 10, 23, 0, 30),
             utc(2026, 10, 25, 1, 15),
             1,
-            Claim(utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30), 1, True),
+            single(utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30), 1, True, truncated=True),
         ),
     ],
 )
@@ -152,9 +193,9 @@ def test_daily_job_down_for_months_across_both_transitions() -> None:
     first, now = utc(2026, 3, 1, 1, 30), utc(2026, 11, 1)
     claim = compute_claim(spec, next_run_at=first, now=now)
     days = (date(2026, 10, 31) - date(2026, 3, 1)).days  # fire times after the stored one
-    assert claim == Claim(utc(2026, 10, 31, 1, 30), utc(2026, 11, 1, 1, 30), days, True)
-    assert compute_claim(spec, next_run_at=first, now=now, max_scan=10) == Claim(
-        utc(2026, 10, 31, 1, 30), utc(2026, 11, 1, 1, 30), 10, True
+    assert claim == single(utc(2026, 10, 31, 1, 30), utc(2026, 11, 1, 1, 30), days, True)
+    assert compute_claim(spec, next_run_at=first, now=now, max_scan=10) == single(
+        utc(2026, 10, 31, 1, 30), utc(2026, 11, 1, 1, 30), 10, True, truncated=True
     )
 
 
