@@ -30,13 +30,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from jobs.models import Trigger
-from jobs.scheduling import Claim, compute_claim
+from jobs.models import Job, QueueState, Trigger
+from jobs.scheduling import (
+    CatchupPick,
+    Claim,
+    MissedRunPolicy,
+    MissedRunRules,
+    PlannedRun,
+    compute_claim,
+)
 from jobs.services import trigger_spec
+from jobs.triggers import compute_jitter
 
 from .models import Run, RunStatus, RunTrigger
 from .overlap import activity, admit, cancel_active_runs, revoke_after_commit
@@ -74,8 +82,9 @@ def claim_due_runs(*, now: datetime, limit: int) -> ClaimResult:
     with transaction.atomic():
         triggers = _lock_due(now=now, limit=limit)
         load = _Load(activity([t.job_id for t in triggers], now=now) if triggers else {})
+        resumed_at = last_resume() if triggers else None
         for trigger in triggers:
-            _claim_one(trigger, now=now, load=load, result=result)
+            _claim_one(trigger, now=now, load=load, result=result, resumed_at=resumed_at)
     return result
 
 
@@ -106,30 +115,131 @@ def _lock_due(*, now: datetime, limit: int) -> list[Trigger]:
     return list(due[:limit])
 
 
+MISFIRE_GRACE = timedelta(seconds=60)
+
+
+def missed_run_rules(job: Job, *, resumed_at: datetime | None) -> MissedRunRules:
+    """The job's missed-run policy for the pure core (F-24, F-102). A fire
+    time up to MISFIRE_GRACE late is on time; fire times up to the last
+    queue resume are caught up once, whatever the policy (F-28)."""
+    window = job.catchup_window_s
+    return MissedRunRules(
+        policy=MissedRunPolicy(job.missed_run_policy),
+        pick=CatchupPick(job.catchup_pick),
+        max_runs=job.catchup_max_runs,
+        window=None if window is None else timedelta(seconds=window),
+        grace=MISFIRE_GRACE,
+        coalesce_until=resumed_at,
+    )
+
+
+def last_resume() -> datetime | None:
+    return QueueState.objects.filter(pk=1).values_list("resumed_at", flat=True).first()
+
+
+def claim_for(trigger: Trigger, *, now: datetime, resumed_at: datetime | None) -> Claim:
+    assert trigger.next_run_at is not None
+    return compute_claim(
+        trigger_spec(trigger),
+        next_run_at=trigger.next_run_at,
+        now=now,
+        rules=missed_run_rules(trigger.job, resumed_at=resumed_at),
+    )
+
+
+def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> list[Run]:
+    """The runs for one claimed trigger (unsaved), oldest first: one per
+    planned fire time, admitted by the overlap policy (the first against the
+    job's active runs, the others of the same claim wait behind it), plus a
+    visible `skipped` record when fire times were passed over (F-102)."""
+    runs: list[Run] = []
+    first: tuple[Admission, str] | None = None
+    for planned in claim.runs:
+        due_at = planned.scheduled_for + _jitter(trigger, planned.scheduled_for)
+        if due_at > now:
+            admitted = (Admission.QUEUE, "")  # admitted when it starts (like run_at)
+        elif first is None:
+            admitted = first = load.admit(trigger)
+        elif first[0] is Admission.SKIP:
+            admitted = first
+        else:
+            admitted = (Admission.HOLD, "")  # catch-up runs of one claim go one by one
+        runs.append(_new_run(trigger, planned, due_at, now=now, admitted=admitted))
+    if claim.skipped_times and claim.skipped_last is not None:
+        catchups = [r for r in runs if r.trigger == RunTrigger.CATCHUP]
+        if catchups:  # the latest catch-up run stands for the fire times passed over
+            catchups[-1].missed_count += claim.skipped_times
+        else:
+            runs.insert(0, _skipped_record(trigger, claim, now=now))
+    return runs
+
+
+def _jitter(trigger: Trigger, fire: datetime) -> timedelta:
+    """F-18: a delay of up to jitter_seconds, the same in every beat."""
+    limit = getattr(trigger, "jitter_seconds", 0) or 0
+    return compute_jitter(f"trigger:{trigger.pk}", fire, limit) if limit else timedelta(0)
+
+
 def _new_run(
-    trigger: Trigger, claim: Claim, *, now: datetime, admitted: tuple[Admission, str]
+    trigger: Trigger,
+    planned: PlannedRun,
+    due_at: datetime,
+    *,
+    now: datetime,
+    admitted: tuple[Admission, str],
 ) -> Run:
-    """The run for a claimed fire time (unsaved), as the overlap policy
-    admitted it: queued, held, or `skipped` with the reason."""
+    """The run for a planned fire time (unsaved), as the overlap policy
+    admitted it: queued, held, or `skipped` with the reason. With jitter its
+    scheduled_for is the fire time plus the delay (still one per fire time)."""
     job = trigger.job
     admission, reason = admitted
     skipped = admission is Admission.SKIP
     run = Run(
         job=job,
         source_trigger=trigger,
-        trigger=RunTrigger.CATCHUP if claim.catchup else RunTrigger.SCHEDULE,
+        trigger=RunTrigger.CATCHUP if planned.catchup else RunTrigger.SCHEDULE,
         status=RunStatus.SKIPPED if skipped else RunStatus.QUEUED,
         held=admission is Admission.HOLD,
         priority=job.priority,
         params=job.params,
-        scheduled_for=claim.scheduled_for,
+        scheduled_for=due_at,
         enqueued_at=now,
         finished_at=now if skipped else None,
         message=f"skipped: {reason}" if skipped else "",
-        missed_count=claim.missed,
+        missed_count=planned.missed,
     )
     run.replaces_others = admission is Admission.REPLACE  # type: ignore[attr-defined]
     return run
+
+
+def _skipped_record(trigger: Trigger, claim: Claim, *, now: datetime) -> Run:
+    """One `skipped` run that says which fire times were missed and passed
+    over, so none is lost silently (F-102)."""
+    job = trigger.job
+    n = f"at least {claim.skipped_times}" if claim.truncated else str(claim.skipped_times)
+    first, last = claim.skipped_first, claim.skipped_last
+    assert first is not None and last is not None
+    span = (
+        f"at {last.isoformat()}"
+        if first == last
+        else f"from {first.isoformat()} to {last.isoformat()}"
+    )
+    return Run(
+        job=job,
+        source_trigger=trigger,
+        trigger=RunTrigger.CATCHUP,
+        status=RunStatus.SKIPPED,
+        priority=job.priority,
+        params=job.params,
+        scheduled_for=last,
+        enqueued_at=now,
+        finished_at=now,
+        message=(
+            f"skipped: {n} missed fire time(s) {span} (missed-run policy"
+            f" '{job.missed_run_policy}', catch-up window, or the catch-up limit)"
+        ),
+        missed_count=claim.skipped_times,
+    )
 
 
 def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
@@ -143,7 +253,7 @@ def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
                 run.job_id, keep=run.pk, now=now, reason=f"cancelled: replaced by run #{run.pk}"
             )
         )
-    if not run.held:
+    if not run.held and run.scheduled_for <= now:
         result.to_publish.append(run)
 
 
@@ -153,10 +263,9 @@ def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
         triggers = _lock_due(now=now, limit=limit)
         if not triggers:
             return result
+        resumed_at = last_resume()
         try:
-            claims = [
-                compute_claim(trigger_spec(t), next_run_at=t.next_run_at, now=now) for t in triggers
-            ]
+            claims = [claim_for(t, now=now, resumed_at=resumed_at) for t in triggers]
         except Exception:
             raise _RowByRow from None  # the row-by-row path parks the bad trigger
         won = advance_triggers(
@@ -176,8 +285,7 @@ def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
         load = _Load(activity([t.job_id for t in triggers], now=now))
         runs = []
         for trigger, claim in zip(triggers, claims, strict=True):
-            if claim.scheduled_for is not None:
-                runs.append(_new_run(trigger, claim, now=now, admitted=load.admit(trigger)))
+            runs += _runs_for(trigger, claim, now=now, load=load)
         try:
             with transaction.atomic():
                 Run.objects.bulk_create(runs)
@@ -188,12 +296,19 @@ def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
     return result
 
 
-def _claim_one(trigger: Trigger, *, now: datetime, load: _Load, result: ClaimResult) -> None:
+def _claim_one(
+    trigger: Trigger,
+    *,
+    now: datetime,
+    load: _Load,
+    result: ClaimResult,
+    resumed_at: datetime | None = None,
+) -> None:
     old_next = trigger.next_run_at
     assert old_next is not None
     extra = {"job_id": trigger.job_id, "trigger_id": trigger.pk}
     try:
-        claim = compute_claim(trigger_spec(trigger), next_run_at=old_next, now=now)
+        claim = claim_for(trigger, now=now, resumed_at=resumed_at)
     except Exception:
         # A trigger the core cannot evaluate must not stall every other job:
         # park it (no next run) and say so.
@@ -210,19 +325,17 @@ def _claim_one(trigger: Trigger, *, now: datetime, load: _Load, result: ClaimRes
     if won != 1:
         result.lost_races += 1
         return
-    if claim.scheduled_for is None:
-        return
-    run = _new_run(trigger, claim, now=now, admitted=load.admit(trigger))
-    try:
-        with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
-            run.save(force_insert=True)
-    except IntegrityError:
-        result.lost_races += 1
-        log.info(
-            "fire time %s of job %s already has a run",
-            claim.scheduled_for,
-            trigger.job_id,
-            extra=extra,
-        )
-        return
-    _collect(run, result, now=now)
+    for run in _runs_for(trigger, claim, now=now, load=load):
+        try:
+            with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
+                run.save(force_insert=True)
+        except IntegrityError:
+            result.lost_races += 1
+            log.info(
+                "fire time %s of job %s already has a run",
+                run.scheduled_for,
+                trigger.job_id,
+                extra=extra,
+            )
+            continue
+        _collect(run, result, now=now)

@@ -249,3 +249,32 @@ def test_a_paused_queue_enqueues_nothing_and_holds_what_arrives(redis_client):
     assert execute(already_sent.pk, worker="w", clock=clock(T0 + 171 * SECOND)) == (
         RunStatus.SUCCEEDED
     )
+
+
+HOUR = 3600 * SECOND
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        # the beat was down from 10:00 to 13:30 (fire times 10:00 … 13:00 missed)
+        ("skip", [("skipped", "catchup", 4)]),
+        ("run_once", [("queued", "catchup", 3)]),
+        ("run_all", [("queued", "catchup", 0), ("queued/held", "catchup", 0),
+                     ("queued/held", "catchup", 0), ("queued/held", "catchup", 0)]),
+    ],
+)  # fmt: skip
+def test_missed_run_policies_after_an_outage(policy, expected):
+    job = make_job(missed_run_policy=policy)
+    trigger = make_trigger(job, created_at=T0 - 60 * SECOND, kind="interval", interval_seconds=3600)
+    assert trigger.next_run_at == T0 - 60 * SECOND + HOUR
+
+    claim_due_runs(now=T0 + 3 * HOUR + 30 * 60 * SECOND, limit=10)
+
+    got = [
+        (f"{r.status}/held" if r.held else r.status, r.trigger, r.missed_count)
+        for r in job.runs.order_by("scheduled_for")
+    ]
+    assert got == expected
+    if policy == "skip":
+        assert "4 missed fire time(s) from" in job.runs.get().message
