@@ -74,7 +74,7 @@ def create_run(
         if paused:
             raise QueuePaused(
                 "the queue is paused: no run is enqueued until it resumes"
-                " (resume it in the admin's queue page or with manage.py resume_queue)"
+                " (manage.py resume_queue resumes it)"
             )
         decision = admit(job, running=running, waiting=waiting)
     skipped = decision.admission is Admission.SKIP

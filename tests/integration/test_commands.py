@@ -120,3 +120,16 @@ def test_a_fresh_install_has_a_disabled_hello_world_job_that_runs(redis_client):
     assert lines[:2] == ["Hello, world! This is 'Hello world'.", "Started by trigger: manual"]
     assert lines[2].startswith("The time is ")
     assert lines[3] == f"There are {Job.objects.count()} jobs."
+
+
+@pytest.mark.django_db
+def test_pause_and_resume_queue_commands(capsys, redis_client):
+    from jobs.queue import is_paused
+
+    call_command("pause_queue", "--note", "deploy")
+    assert is_paused()
+    call_command("pause_queue")
+    call_command("resume_queue")
+    assert not is_paused()
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["queue paused", "queue was already paused", "queue resumed"]

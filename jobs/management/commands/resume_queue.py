@@ -1,0 +1,18 @@
+"""F-28 / F-74: resume the queue; due times are caught up once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+from django.utils import timezone
+
+from jobs.queue import resume_queue
+
+
+class Command(BaseCommand):
+    help = "Resume the queue: each due trigger is caught up once, held runs are sent again."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        changed = resume_queue(now=timezone.now())
+        self.stdout.write("queue resumed" if changed else "queue was not paused")
