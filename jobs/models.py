@@ -14,6 +14,7 @@ from django.utils import timezone as dj_timezone
 
 from .policies import (
     ApiTriggerPermission,
+    CalendarRuleChoice,
     CatchupPick,
     IntervalAnchorChoice,
     JobKind,
@@ -22,6 +23,7 @@ from .policies import (
     TimeoutAction,
     TriggerKind,
 )
+from .presets import MONTH_NAMES
 
 
 def default_timeout_s() -> int:
@@ -181,13 +183,21 @@ class Job(models.Model):
 
 
 BEAT_OWNED = frozenset({"next_run_at", "last_fired_at", "missed_count"})
+ALL_WEEKDAYS = "0123456"  # Trigger.weekdays: 0 = Monday .. 6 = Sunday
+MONTH_CHOICES = list(enumerate(MONTH_NAMES, start=1))
 
 
 class Trigger(models.Model):
-    """When a job runs (F-10..F-13). `next_run_at` is the next fire time in
-    UTC; `active` mirrors "the job and this trigger are enabled", kept by
-    jobs.services so that the beat's claim query reads one indexed range and
-    never scans disabled or idle jobs."""
+    """When a job runs (F-10..F-15, F-18, F-105). `next_run_at` is the next
+    fire time in UTC; `active` mirrors "the job and this trigger are
+    enabled", kept by jobs.services so that the beat's claim query reads one
+    indexed range and never scans disabled or idle jobs.
+
+    Weekdays, the window and the excluded calendars restrict cron, interval
+    and calendar triggers, read in `timezone`. Change `exclude_calendars`
+    through jobs.services.set_exclude_calendars (or call
+    services.refresh_next_run after changing it): that keeps next_run_at and
+    `has_exclusions`, which spares the beat a query per trigger, in step."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="triggers")
     kind = models.CharField(max_length=16, choices=TriggerKind.choices, default=TriggerKind.CRON)
@@ -212,6 +222,48 @@ class Trigger(models.Model):
     run_at = models.DateTimeField(
         null=True, blank=True, help_text="Once: the date and time to run."
     )
+    # F-14 calendar presets (kind "calendar").
+    calendar_rule = models.CharField(max_length=16, choices=CalendarRuleChoice.choices, blank=True)
+    at_time = models.TimeField(
+        "time of day", null=True, blank=True, help_text="Calendar: the local time of day."
+    )
+    day_of_month = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(31)],
+        help_text="1 to 31; months without that day are skipped.",
+    )
+    month = models.PositiveSmallIntegerField(null=True, blank=True, choices=MONTH_CHOICES)
+    # F-15: where a cron, interval or calendar trigger may fire, in its time zone.
+    weekdays = models.CharField(
+        max_length=7,
+        blank=True,  # blank is refused by jobs.services with a clearer message
+        default=ALL_WEEKDAYS,
+        help_text="The days it may fire on (stored as digits, 0 = Monday .. 6 = Sunday).",
+    )
+    window_start = models.TimeField(
+        null=True, blank=True, help_text="Fires only from this local time ..."
+    )
+    window_end = models.TimeField(
+        null=True,
+        blank=True,
+        help_text="... until before this one (may cross midnight). Both empty: all day.",
+    )
+    # F-18: applied by the dispatcher, per fire time (jobs.jitter).
+    jitter_seconds = models.PositiveIntegerField(
+        "jitter (seconds)",
+        default=0,
+        validators=[MaxValueValidator(86_400)],
+        help_text="Delay each run by a random 0 to N seconds (at most 86400). 0: none.",
+    )
+    # F-105: days on which it never fires.
+    exclude_calendars = models.ManyToManyField(
+        "HolidayCalendar",
+        blank=True,
+        related_name="triggers",
+        help_text="Skip the days of these holiday calendars.",
+    )
+    has_exclusions = models.BooleanField(default=False, editable=False)
     next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
     active = models.BooleanField(default=False, editable=False)
     last_fired_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -254,11 +306,12 @@ class Trigger(models.Model):
             and not schedule_changed(self)
         ):
             # Leave the beat-owned fields alone: the beat may have advanced
-            # next_run_at since this instance was loaded.
+            # next_run_at since this instance was loaded. has_exclusions
+            # changes only with the calendars, which count as a schedule edit.
             kwargs["update_fields"] = [
                 f.attname
                 for f in self._meta.concrete_fields
-                if not f.primary_key and f.attname not in BEAT_OWNED
+                if not f.primary_key and f.attname not in BEAT_OWNED | {"has_exclusions"}
             ]
         apply_schedule(self, now=dj_timezone.now())
         super().save(*args, **kwargs)
@@ -285,3 +338,36 @@ class QueueState(models.Model):
 
     def __str__(self) -> str:
         return "paused" if self.paused else "running"
+
+
+class HolidayCalendar(models.Model):
+    """Named days that triggers can skip (F-105): the public holidays of a
+    country (and subdivision) from the `holidays` package, plus extra dates.
+    Its days are computed by jobs.calendars.calendar_days."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    country = models.CharField(
+        max_length=8,
+        blank=True,
+        help_text="ISO 3166 code whose public holidays count, e.g. DE. Empty: extra dates only.",
+    )
+    subdivision = models.CharField(
+        max_length=16, blank=True, help_text="State or province code, e.g. BY (Bavaria)."
+    )
+    extra_dates = models.TextField(
+        blank=True,
+        help_text="One date per line (YYYY-MM-DD), optionally followed by a name: 2025-12-24 Christmas Eve.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from .calendars import validate_calendar
+
+        validate_calendar(self)

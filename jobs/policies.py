@@ -61,6 +61,27 @@ class TriggerKind(models.TextChoices):
     CRON = "cron", "Cron expression"
     INTERVAL = "interval", "Interval"
     ONCE = "once", "Once"
+    # A calendar preset (F-14): see CalendarRuleChoice.
+    CALENDAR = "calendar", "Calendar preset"
+
+
+class CalendarRuleChoice(models.TextChoices):
+    """The presets of jobs.presets.CalendarRule (same values), each at a
+    local time of day. Quarters end in March, June, September, December."""
+
+    DAILY = "daily", "Daily"
+    # Monthly on day_of_month; months without that day are skipped.
+    DAY_OF_MONTH = "day_of_month", "Monthly on a day of the month"
+    # Yearly on month/day_of_month; 29 February fires in leap years only.
+    DATE = "date", "Yearly on a date"
+    MONTH_START = "month_start", "First day of each month"
+    MONTH_END = "month_end", "Last day of each month"
+    QUARTER_START = "quarter_start", "First day of each quarter"
+    QUARTER_END = "quarter_end", "Last day of each quarter"
+    HALF_YEAR_START = "half_year_start", "First day of each half-year"
+    HALF_YEAR_END = "half_year_end", "Last day of each half-year"
+    YEAR_START = "year_start", "First day of each year"
+    YEAR_END = "year_end", "Last day of each year"
 
 
 class IntervalAnchorChoice(models.TextChoices):

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone as dj_timezone
 
 from . import registry
 from . import triggers as core
-from .models import Job, Trigger
+from .calendars import calendar_days
+from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
 from .policies import (
+    CalendarRuleChoice,
     CatchupPick,
     JobKind,
     MissedRunPolicy,
@@ -39,29 +43,233 @@ SCHEDULE_FIELDS = (
     "interval_anchor",
     "start_at",
     "run_at",
+    "calendar_rule",
+    "at_time",
+    "day_of_month",
+    "month",
+    "weekdays",
+    "window_start",
+    "window_end",
 )
+# The pure core's TriggerError fields that are named differently on the model.
+ERROR_FIELDS = {
+    "rule": "calendar_rule",
+    "at": "at_time",
+    "day": "day_of_month",
+    "excluded_dates": "exclude_calendars",
+}
+# Years around now whose holidays a trigger skips: the past year (catch-up)
+# to 5 years ahead (the pure core looks at most MAX_GAP, ~5 years, ahead).
+EXCLUSION_YEARS = (-1, 5)
+_RULES_WITH_DAY = (CalendarRuleChoice.DAY_OF_MONTH, CalendarRuleChoice.DATE)
+_PENDING = "_pending_calendars"
 
 
-def trigger_spec(trigger: Trigger) -> core.TriggerSpec:
-    """The pure-core view of a saved (already validated) trigger."""
+def _invalid(exc: core.TriggerError) -> ValidationError:
+    return ValidationError({ERROR_FIELDS.get(exc.field, exc.field): exc.message})
+
+
+def trigger_spec(trigger: Trigger, *, now: datetime | None = None) -> core.TriggerSpec:
+    """The pure-core view of a trigger. Cron, interval and calendar triggers
+    carry Constraints when something restricts them (weekdays other than all
+    seven, a window, or excluded days), read in the trigger's time zone (the
+    server's by default). Excluded days are those of its calendars in the
+    years around `now` (EXCLUSION_YEARS; default: the clock): the staged
+    calendars (`stage_exclude_calendars`) if any, else the stored ones; an
+    unsaved trigger has none. A once trigger ignores weekdays and calendars.
+
+    Raises ValueError for an unknown kind or a once trigger without run_at,
+    ValidationError("weekdays") for a weekday that is not 0..6."""
+    zone = trigger.timezone or settings.TIME_ZONE
+    if trigger.kind == TriggerKind.ONCE:
+        if trigger.run_at is None:
+            raise ValueError("a once trigger needs run_at")
+        return core.OnceSpec(trigger.run_at)
+    constraints = trigger_constraints(trigger, now=now)
     if trigger.kind == TriggerKind.CRON:
-        return core.CronSpec(trigger.cron_expression, trigger.timezone or settings.TIME_ZONE)
+        return core.CronSpec(trigger.cron_expression, zone, constraints)
     if trigger.kind == TriggerKind.INTERVAL:
         return core.IntervalSpec(
             timedelta(seconds=trigger.interval_seconds or 0),
             core.IntervalAnchor(trigger.interval_anchor),
             trigger.start_at,
+            zone,
+            constraints,
         )
-    if trigger.run_at is None:
-        raise ValueError("a once trigger needs run_at")
-    return core.OnceSpec(trigger.run_at)
+    if trigger.kind == TriggerKind.CALENDAR:
+        # Day and month left over from another rule (hidden in the admin) are ignored.
+        rule = trigger.calendar_rule
+        return core.CalendarSpec(
+            rule,  # type: ignore[arg-type]  # checked by the pure core
+            trigger.at_time,  # type: ignore[arg-type]  # None: "at" is required
+            zone,
+            trigger.day_of_month if rule in _RULES_WITH_DAY else None,
+            trigger.month if rule == CalendarRuleChoice.DATE else None,
+            constraints,
+        )
+    raise ValueError(f"unknown trigger kind {trigger.kind!r}")
+
+
+def trigger_weekdays(trigger: Trigger) -> frozenset[int]:
+    """The weekdays stored as digits ("01234" = Monday to Friday). Raises
+    ValidationError("weekdays") for another character or none at all."""
+    for char in trigger.weekdays:
+        if char not in ALL_WEEKDAYS:
+            raise ValidationError(
+                {"weekdays": f"{char!r} is not a weekday: use 0 (Monday) to 6 (Sunday)"}
+            )
+    if not trigger.weekdays:
+        raise ValidationError({"weekdays": "choose at least one weekday"})
+    return frozenset(int(char) for char in trigger.weekdays)
+
+
+def trigger_constraints(
+    trigger: Trigger, *, now: datetime | None = None
+) -> core.Constraints | None:
+    """The trigger's weekdays, window and excluded days; None when they
+    restrict nothing. Not checked here (see core.validate_spec)."""
+    weekdays = trigger_weekdays(trigger)
+    calendars = trigger_calendars(trigger)
+    excluded = frozenset[date]()
+    if calendars:
+        excluded = _days_of(calendars, exclusion_years(now or dj_timezone.now()))
+    start, end = trigger.window_start, trigger.window_end
+    if len(weekdays) == 7 and start is None and end is None and not excluded:
+        return None
+    return core.Constraints(weekdays, start, end, excluded)
 
 
 def trigger_description(trigger: Trigger) -> str:
     try:
         return core.describe(trigger_spec(trigger))
-    except (ValueError, core.TriggerError):
+    except (ValueError, core.TriggerError, ValidationError):
         return f"{trigger.kind} trigger (incomplete)"
+
+
+# --- excluded days (F-105) ----------------------------------------------------
+
+
+def exclusion_years(now: datetime) -> range:
+    """The years whose holidays a trigger skips, around aware `now`."""
+    return range(now.year + EXCLUSION_YEARS[0], now.year + EXCLUSION_YEARS[1] + 1)
+
+
+def stage_exclude_calendars(trigger: Trigger, calendars: Iterable[HolidayCalendar]) -> None:
+    """Make validation and the next save see `calendars` as the trigger's
+    excluded calendars before the many-to-many rows are written (a form
+    saves them after the trigger). If they differ from the stored ones the
+    save recomputes next_run_at, as for any schedule edit."""
+    setattr(trigger, _PENDING, list(calendars))
+
+
+def trigger_calendars(trigger: Trigger) -> list[HolidayCalendar]:
+    """The staged calendars if any; else the stored ones (one query, none
+    for a trigger whose `has_exclusions` is unset or that is unsaved)."""
+    pending: list[HolidayCalendar] | None = getattr(trigger, _PENDING, None)
+    if pending is not None:
+        return pending
+    if trigger.pk is None or not trigger.has_exclusions:
+        return []
+    return list(trigger.exclude_calendars.all())
+
+
+def excluded_dates(trigger: Trigger, years: range) -> frozenset[date]:
+    """The days of the trigger's excluded calendars in `years` (see
+    `trigger_calendars`); empty for a trigger without calendars. Raises
+    ValidationError for a calendar stored without validation."""
+    return _days_of(trigger_calendars(trigger), years)
+
+
+def _days_of(calendars: list[HolidayCalendar], years: range) -> frozenset[date]:
+    days: set[date] = set()
+    for calendar in calendars:
+        days.update(calendar_days(calendar, years))
+    return frozenset(days)
+
+
+def resolve_calendars(names: list[str]) -> list[HolidayCalendar]:
+    """Holiday calendars by name, in the order given (for the API and
+    imports). Raises ValidationError on "exclude_calendars" naming the first
+    unknown name."""
+    found = {c.name: c for c in HolidayCalendar.objects.filter(name__in=names)}
+    for name in names:
+        if name not in found:
+            raise ValidationError({"exclude_calendars": f"unknown calendar {name!r}"})
+    return [found[name] for name in names]
+
+
+def set_exclude_calendars(
+    trigger: Trigger, calendars: Iterable[HolidayCalendar], *, now: datetime
+) -> None:
+    """Replace a saved trigger's excluded calendars and recompute its
+    next_run_at from `now` (a once trigger keeps its own), in one
+    transaction. Raises ValidationError, and changes nothing, if the trigger
+    would then never fire ("exclude_calendars") or is invalid otherwise."""
+    if trigger.pk is None:
+        raise ValueError("save the trigger before setting its calendars")
+    calendars = list(calendars)
+    stage_exclude_calendars(trigger, calendars)
+    validate_trigger(trigger, now=now)
+    if trigger.kind != TriggerKind.ONCE:
+        trigger.next_run_at = _first_fire(trigger_spec(trigger, now=now), now=now)
+    trigger.has_exclusions = bool(calendars)
+    with transaction.atomic():
+        trigger.exclude_calendars.set(calendars)
+        Trigger.objects.filter(pk=trigger.pk).update(
+            next_run_at=trigger.next_run_at, has_exclusions=trigger.has_exclusions
+        )
+
+
+def refresh_next_run(trigger: Trigger, *, now: datetime) -> datetime | None:
+    """Bring a saved trigger in step with its stored calendars after they
+    (or their days) changed without `set_exclude_calendars`: set
+    `has_exclusions` and, unless the trigger is due (next_run_at <= now:
+    the beat claims that time and computes the next one with the new
+    days), recompute next_run_at from `now`. A trigger that would never
+    fire again gets no next run (logged). Returns the stored next_run_at."""
+    calendars = list(trigger.exclude_calendars.all())
+    stage_exclude_calendars(trigger, calendars)
+    changes: dict[str, Any] = {"has_exclusions": bool(calendars)}
+    old = trigger.next_run_at
+    due = old is not None and old <= now
+    if trigger.kind != TriggerKind.ONCE and not due:
+        extra = {"job_id": trigger.job_id, "trigger_id": trigger.pk}
+        try:
+            spec = trigger_spec(trigger, now=now)
+            changes["next_run_at"] = core.compute_first_fire(spec, now=now)
+        except (ValueError, core.TriggerError, ValidationError):
+            log.exception("trigger %s cannot be evaluated; it is parked", trigger.pk, extra=extra)
+            changes["next_run_at"] = None
+        else:
+            if changes["next_run_at"] is None:
+                log.warning("trigger %s never fires again", trigger.pk, extra=extra)
+    # Compare-and-set: if the beat advanced next_run_at meanwhile, it did so
+    # with the new calendars already (the flag is written in the same update).
+    if not Trigger.objects.filter(pk=trigger.pk, next_run_at=old).update(**changes):
+        Trigger.objects.filter(pk=trigger.pk).update(has_exclusions=changes["has_exclusions"])
+    trigger.refresh_from_db(fields=["next_run_at", "has_exclusions"])
+    return trigger.next_run_at
+
+
+def refresh_calendar_triggers(trigger_ids: Iterable[int], *, now: datetime) -> int:
+    """`refresh_next_run` for each of these triggers: call after a holiday
+    calendar's days changed or it was deleted. Returns how many."""
+    triggers = list(Trigger.objects.filter(pk__in=list(trigger_ids)))
+    for trigger in triggers:
+        refresh_next_run(trigger, now=now)
+    return len(triggers)
+
+
+def delete_calendars(calendars: QuerySet[HolidayCalendar], *, now: datetime) -> int:
+    """Delete holiday calendars; the triggers that skipped their days fire
+    on them again (their next_run_at is recomputed). Returns how many."""
+    with transaction.atomic():
+        ids = list(
+            Trigger.objects.filter(exclude_calendars__in=calendars).values_list("pk", flat=True)
+        )
+        n, _ = calendars.delete()
+        refresh_calendar_triggers(set(ids), now=now)
+    return int(n)
 
 
 def validate_job(job: Job) -> None:
@@ -130,21 +338,29 @@ def _validate_policies(job: Job) -> None:
         raise ValidationError({exc.field: exc.message}) from None
 
 
+_REQUIRED = {
+    TriggerKind.CRON: ("cron_expression",),
+    TriggerKind.INTERVAL: ("interval_seconds",),
+    TriggerKind.ONCE: ("run_at",),
+    TriggerKind.CALENDAR: ("calendar_rule", "at_time"),
+}
+
+
 def _required(trigger: Trigger) -> None:
-    missing = {
-        TriggerKind.CRON: ("cron_expression", trigger.cron_expression),
-        TriggerKind.INTERVAL: ("interval_seconds", trigger.interval_seconds),
-        TriggerKind.ONCE: ("run_at", trigger.run_at),
-    }.get(TriggerKind(trigger.kind))
-    if missing is not None and missing[1] in (None, ""):
-        raise ValidationError({missing[0]: f"required for a {trigger.kind} trigger"})
+    for field in _REQUIRED.get(TriggerKind(trigger.kind), ()):
+        if getattr(trigger, field) in (None, ""):
+            raise ValidationError({field: f"required for a {trigger.kind} trigger"})
 
 
 def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
     """Check a trigger's fields and normalise them in place (canonical time
-    zone, tidy cron). Raises ValidationError naming the field. A once time in
-    the past is refused only when it is new or was changed, so an old once
-    trigger does not block saving its job."""
+    zone, tidy cron, sorted weekdays). Raises ValidationError naming the
+    model field (the pure core's "rule", "at", "day" and "excluded_dates"
+    become "calendar_rule", "at_time", "day_of_month" and
+    "exclude_calendars"). A once time in the past is refused only when it is
+    new or was changed, so an old once trigger does not block saving its
+    job. A cron, interval or calendar trigger must fire after `now`: one
+    whose constraints allow none of its fire times is refused."""
     if trigger.kind not in TriggerKind.values:
         raise ValidationError({"kind": f"unknown trigger kind {trigger.kind!r}"})
     _required(trigger)
@@ -153,17 +369,50 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
             raise ValidationError(
                 {"interval_seconds": "must be between 1 second and 30 days (2592000 s)"}
             )
+    trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
+    if trigger.kind == TriggerKind.ONCE and (trigger.window_start or trigger.window_end):
+        raise ValidationError(
+            {"window_start": "a once trigger runs at its date and time: leave the window empty"}
+        )
     try:
+        core.validate_jitter(trigger.jitter_seconds)
         if trigger.timezone:
             trigger.timezone = core.canonical_timezone(trigger.timezone)
         if trigger.kind == TriggerKind.CRON:
             trigger.cron_expression = core.normalize_cron(trigger.cron_expression)
-        spec = trigger_spec(trigger)
+        spec = trigger_spec(trigger, now=now)
         if isinstance(spec, core.OnceSpec) and not _changed(trigger, "run_at"):
             return
-        core.validate_spec(spec, now=now)
+        _first_fire(core.validate_spec(spec, now=now), now=now)
     except core.TriggerError as exc:
-        raise ValidationError({exc.field: exc.message}) from None
+        raise _invalid(exc) from None
+
+
+def _first_fire(spec: core.TriggerSpec, *, now: datetime) -> datetime | None:
+    """compute_first_fire, refusing a repeating trigger that never fires.
+    validate_spec catches constraints that allow nothing; this catches a
+    fixed-rate interval without start_at whose phase (set by `now`) misses
+    them, e.g. every 24 hours from 12:00 with a window 08:00-09:00. Raises
+    ValidationError on "window_start", else "weekdays", else
+    "exclude_calendars"."""
+    first = core.compute_first_fire(spec, now=now)
+    if first is not None or isinstance(spec, core.OnceSpec) or spec.constraints is None:
+        return first
+    constraints = spec.constraints
+    if constraints.window_start is not None:
+        field, what = "window_start", "inside the window"
+    elif len(constraints.weekdays) < 7:
+        field, what = "weekdays", "on the chosen weekdays"
+    else:
+        field, what = "exclude_calendars", "outside the excluded days"
+    hint = (
+        ": set start_at to a time it may fire at, which fixes the phase"
+        if isinstance(spec, core.IntervalSpec) and spec.start_at is None
+        else ""
+    )
+    raise ValidationError(
+        {field: f"never fires: none of its fire times after now falls {what}{hint}"}
+    )
 
 
 def _changed(trigger: Trigger, field: str) -> bool:
@@ -177,24 +426,44 @@ def _changed(trigger: Trigger, field: str) -> bool:
     return bool(old != new)
 
 
+def _calendars_changed(trigger: Trigger) -> bool:
+    pending: list[HolidayCalendar] | None = getattr(trigger, _PENDING, None)
+    if pending is None:
+        return False
+    if trigger.pk is None:
+        return bool(pending)
+    stored = set(trigger.exclude_calendars.values_list("pk", flat=True))
+    return stored != {calendar.pk for calendar in pending}
+
+
 def schedule_changed(trigger: Trigger) -> bool:
-    return any(_changed(trigger, f) for f in SCHEDULE_FIELDS)
+    """Whether a schedule field or the staged calendars differ from the
+    stored trigger (then a save recomputes next_run_at)."""
+    return any(_changed(trigger, f) for f in SCHEDULE_FIELDS) or _calendars_changed(trigger)
 
 
 def apply_schedule(trigger: Trigger, *, now: datetime) -> None:
-    """Set `next_run_at` and `active` before a trigger is saved. A new or
-    re-timed trigger gets its first fire time after `now`; an unchanged one
-    keeps its next_run_at, so re-enabling catches a past time up once (F-27)."""
+    """Set `next_run_at`, `active` and `has_exclusions` before a trigger is
+    saved. A new or re-timed trigger (changed calendars count) gets its
+    first fire time after `now`; an unchanged one keeps its next_run_at, so
+    re-enabling catches a past time up once (F-27). Raises ValidationError
+    for a trigger the pure core refuses or that never fires (see
+    `_first_fire`)."""
     if trigger.pk is None or schedule_changed(trigger):
+        if trigger.pk is not None and getattr(trigger, _PENDING, None) is None:
+            # This instance's has_exclusions may be older than the stored
+            # calendars: read them (one query per schedule edit).
+            stage_exclude_calendars(trigger, trigger.exclude_calendars.all())
+        trigger.has_exclusions = bool(trigger_calendars(trigger))
         try:
             # Triggers made in code skip full_clean(): store canonical spellings anyway.
             if trigger.timezone:
                 trigger.timezone = core.canonical_timezone(trigger.timezone)
             if trigger.kind == TriggerKind.CRON:
                 trigger.cron_expression = core.normalize_cron(trigger.cron_expression)
-            trigger.next_run_at = core.compute_first_fire(trigger_spec(trigger), now=now)
+            trigger.next_run_at = _first_fire(trigger_spec(trigger, now=now), now=now)
         except core.TriggerError as exc:
-            raise ValidationError({exc.field: exc.message}) from None
+            raise _invalid(exc) from None
     job = trigger.job if trigger.job_id else None
     runnable = job is not None and job.enabled and not job.paused
     trigger.active = bool(trigger.enabled and runnable)

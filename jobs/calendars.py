@@ -1,0 +1,114 @@
+"""Holiday calendars (F-105): the days a HolidayCalendar names, for triggers
+to skip. Persistence-side helpers (they read a model instance and raise
+ValidationError naming its field); the trigger side is in jobs.services.
+
+A calendar's days are the public holidays of its country (and subdivision)
+from the `holidays` package, plus its extra dates. They are computed for a
+range of years and cached per process by content (country, subdivision,
+extra dates, years), so an edited calendar is never served stale and the
+beat does not recompute a country's holidays on every claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from functools import lru_cache
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import holidays
+from django.core.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from .models import HolidayCalendar
+
+
+def parse_extra_dates(text: str) -> dict[date, str]:
+    """One ISO date (YYYY-MM-DD) per line, optionally followed by a name;
+    blank lines and lines starting with '#' are skipped. Raises
+    ValidationError on "extra_dates" naming the first bad line."""
+    days: dict[date, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        first, _, name = line.partition(" ")
+        try:
+            day = date.fromisoformat(first)
+        except ValueError:
+            raise ValidationError(
+                {"extra_dates": f"line {number}: {line!r} does not start with a date (YYYY-MM-DD)"}
+            ) from None
+        days[day] = name.strip() or "extra date"
+    return days
+
+
+def canonical_region(country: str, subdivision: str) -> tuple[str, str]:
+    """(country, subdivision) in the spelling the `holidays` package knows
+    ("de", "by" -> "DE", "BY"); both may be empty. Raises ValidationError on
+    "country" (unknown) or "subdivision" (unknown for the country, or given
+    without a country), naming the value."""
+    country, subdivision = country.strip().upper(), subdivision.strip()
+    if not country:
+        if subdivision:
+            raise ValidationError({"subdivision": "needs a country"})
+        return "", ""
+    supported = holidays.list_supported_countries(include_aliases=True)
+    if country not in supported:
+        raise ValidationError(
+            {"country": f"unknown country {country!r}: use an ISO 3166 code such as DE or US"}
+        )
+    if not subdivision:
+        return country, ""
+    known = {s.casefold(): s for s in supported[country]}
+    if subdivision.casefold() not in known:
+        listed = ", ".join(supported[country][:40]) or "none"
+        raise ValidationError(
+            {"subdivision": f"unknown subdivision {subdivision!r} of {country} (known: {listed})"}
+        )
+    return country, known[subdivision.casefold()]
+
+
+def validate_calendar(calendar: HolidayCalendar) -> None:
+    """Check a calendar's country, subdivision and extra dates; store the
+    canonical country and subdivision spellings. Raises ValidationError
+    naming the field."""
+    calendar.country, calendar.subdivision = canonical_region(
+        calendar.country, calendar.subdivision
+    )
+    parse_extra_dates(calendar.extra_dates)
+
+
+@lru_cache(maxsize=256)
+def _days(
+    country: str, subdivision: str, extra_dates: str, first_year: int, last_year: int
+) -> Mapping[date, str]:
+    country, subdivision = canonical_region(country, subdivision)
+    days: dict[date, str] = {}
+    if country:
+        years = range(first_year, last_year + 1)
+        days.update(holidays.country_holidays(country, subdiv=subdivision or None, years=years))
+    days.update(
+        (day, name)
+        for day, name in parse_extra_dates(extra_dates).items()
+        if first_year <= day.year <= last_year
+    )
+    return MappingProxyType(days)
+
+
+def calendar_days(calendar: HolidayCalendar, years: range) -> Mapping[date, str]:
+    """The calendar's days in `years` (a range of years, step 1) with their
+    names: its country's public holidays plus its extra dates. Raises
+    ValidationError as `validate_calendar` for a calendar stored without
+    validation."""
+    if not years:
+        return MappingProxyType({})
+    return _days(calendar.country, calendar.subdivision, calendar.extra_dates, years[0], years[-1])
+
+
+def upcoming_days(calendar: HolidayCalendar, *, today: date, count: int) -> list[tuple[date, str]]:
+    """The calendar's next `count` days from `today` on (today included),
+    looking up to 5 years ahead; for the admin's preview."""
+    days = calendar_days(calendar, range(today.year, today.year + 6))
+    return sorted((d, n) for d, n in days.items() if d >= today)[:count]
