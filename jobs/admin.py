@@ -195,19 +195,50 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ("enabled", "kind", "queue")
     search_fields = ("name", "description", "target", "owner")
     actions = ["run_now", "enable", "disable"]
-    readonly_fields = ("code_managed", "created_at", "updated_at")
+    readonly_fields = (
+        "code_managed",
+        "created_at",
+        "updated_at",
+        "dropped_retries",
+        "paused_by",
+        "paused_at",
+        "consecutive_failures",
+        "runs_done",
+    )
     fieldsets = (
         (None, {"fields": ("name", "description", "enabled", "kind", "target", "params")}),
         (
             "Dispatch",
             {
                 "fields": (
-                    "priority",
-                    "queue",
-                    "timeout_s",
-                    "timeout_action",
-                    "overlap_policy",
-                    "missed_run_policy",
+                    ("priority", "queue"),
+                    ("timeout_s", "timeout_action"),
+                    ("overlap_policy", "max_instances", "max_buffered"),
+                    ("missed_run_policy", "catchup_pick", "catchup_max_runs", "catchup_window_s"),
+                )
+            },
+        ),
+        (
+            "Retries",
+            {
+                "fields": (
+                    ("max_retries", "retry_on_timeout"),
+                    ("retry_backoff_s", "retry_backoff_factor", "retry_backoff_max_s"),
+                    "retry_jitter",
+                    "non_retryable_exceptions",
+                    "dropped_retries",
+                )
+            },
+        ),
+        (
+            "Pause and limits",
+            {
+                "fields": (
+                    ("paused", "paused_until"),
+                    "pause_note",
+                    ("paused_by", "paused_at"),
+                    ("pause_after_failures", "consecutive_failures"),
+                    ("max_runs", "runs_done"),
                 )
             },
         ),

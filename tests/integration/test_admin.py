@@ -37,6 +37,26 @@ def job_form(job: Job, *triggers: dict, initial: int = 0, **changes) -> dict:
         "timeout_action": job.timeout_action,
         "overlap_policy": job.overlap_policy,
         "missed_run_policy": job.missed_run_policy,
+        **{
+            f: getattr(job, f)
+            for f in (
+                "max_instances",
+                "max_buffered",
+                "catchup_pick",
+                "catchup_max_runs",
+                "max_retries",
+                "retry_backoff_s",
+                "retry_backoff_factor",
+                "retry_backoff_max_s",
+                "retry_jitter",
+                "non_retryable_exceptions",
+                "pause_note",
+            )
+        },
+        "catchup_window_s": "",
+        "paused_until": "",
+        "pause_after_failures": "",
+        "max_runs": "",
         "heartbeat_deadline_s": "",
         "owner": "",
         "notes": "",
