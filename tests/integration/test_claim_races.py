@@ -180,8 +180,11 @@ def test_two_beats_that_read_the_same_due_triggers_still_create_one_run_each():
     triggers = [hourly(make_job(f"job {i}"), created_at=CREATED) for i in range(50)]
     ids = [t.pk for t in triggers]
 
+    both_have_read = threading.Barrier(2, timeout=30)
+
     def beat() -> ClaimResult:
         seen = list(Trigger.objects.select_related("job").filter(pk__in=ids))
+        both_have_read.wait()  # under load one beat could otherwise finish before the other reads
         result = ClaimResult()
         with transaction.atomic():
             for trigger in seen:
