@@ -65,3 +65,31 @@ def clock(*times: datetime) -> Callable[[], datetime]:
         return last[0]
 
     return now
+
+
+def job_form_fields(job: Job) -> dict[str, Any]:
+    """The job's own fields as the admin change form posts them."""
+    data: dict[str, Any] = {
+        "name": job.name,
+        "description": job.description,
+        "kind": job.kind,
+        "target": job.target,
+        "params": json.dumps(job.params),
+        "heartbeat_deadline_s": "",
+        "owner": "",
+        "notes": "",
+        "catchup_window_s": "",
+        "paused_until": "",
+        "pause_after_failures": "",
+        "max_runs": "",
+    }
+    for name in (
+        "priority", "queue", "timeout_s", "timeout_action", "overlap_policy", "max_instances",
+        "max_buffered", "missed_run_policy", "catchup_pick", "catchup_max_runs", "max_retries",
+        "retry_backoff_s", "retry_backoff_factor", "retry_backoff_max_s", "retry_jitter",
+        "non_retryable_exceptions", "pause_note",
+    ):  # fmt: skip
+        data[name] = getattr(job, name)
+    if job.enabled:
+        data["enabled"] = "on"
+    return data

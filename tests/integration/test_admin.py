@@ -3,7 +3,6 @@ trigger inline, "Run now", enable/disable, and the list pages."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import pytest
@@ -15,7 +14,7 @@ from jobs.models import Job, Trigger
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
 
-from .conftest import SECOND, hourly, make_job, make_trigger, utc
+from .conftest import SECOND, hourly, job_form_fields, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -26,47 +25,12 @@ T0 = utc(2025, 3, 29, 12, 0)  # the day before Berlin springs forward
 def job_form(job: Job, *triggers: dict, initial: int = 0, **changes) -> dict:
     """POST data of the job change form with the TriggerInline formset."""
     data = {
-        "name": job.name,
-        "description": job.description,
-        "kind": job.kind,
-        "target": job.target,
-        "params": json.dumps(job.params),
-        "priority": job.priority,
-        "queue": job.queue,
-        "timeout_s": job.timeout_s,
-        "timeout_action": job.timeout_action,
-        "overlap_policy": job.overlap_policy,
-        "missed_run_policy": job.missed_run_policy,
-        **{
-            f: getattr(job, f)
-            for f in (
-                "max_instances",
-                "max_buffered",
-                "catchup_pick",
-                "catchup_max_runs",
-                "max_retries",
-                "retry_backoff_s",
-                "retry_backoff_factor",
-                "retry_backoff_max_s",
-                "retry_jitter",
-                "non_retryable_exceptions",
-                "pause_note",
-            )
-        },
-        "catchup_window_s": "",
-        "paused_until": "",
-        "pause_after_failures": "",
-        "max_runs": "",
-        "heartbeat_deadline_s": "",
-        "owner": "",
-        "notes": "",
+        **job_form_fields(job),
         "triggers-TOTAL_FORMS": len(triggers),
         "triggers-INITIAL_FORMS": initial,
         "triggers-MIN_NUM_FORMS": 0,
         "triggers-MAX_NUM_FORMS": 1000,
     }
-    if job.enabled:
-        data["enabled"] = "on"
     data.update(changes)
     for i, row in enumerate(triggers):
         data.update({f"triggers-{i}-{name}": value for name, value in row.items()})

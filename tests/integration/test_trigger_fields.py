@@ -5,7 +5,6 @@ and in the admin; bad input names its field and changes nothing stored
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, time, timedelta
 from io import StringIO
 
@@ -19,7 +18,7 @@ from jobs import services
 from jobs import triggers as core
 from jobs.models import HolidayCalendar, Job, Trigger
 
-from .conftest import SECOND, make_job, make_trigger, utc
+from .conftest import SECOND, job_form_fields, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -528,17 +527,7 @@ def test_a_bad_holiday_calendar_names_its_field_and_the_stored_row_stays(fields,
 def job_form(job: Job, trigger: Trigger, **row) -> dict:
     """POST data of the job change form with one trigger in the inline."""
     data = {
-        "name": job.name,
-        "kind": job.kind,
-        "target": job.target,
-        "params": json.dumps(job.params),
-        "priority": job.priority,
-        "queue": job.queue,
-        "timeout_s": job.timeout_s,
-        "timeout_action": job.timeout_action,
-        "overlap_policy": job.overlap_policy,
-        "missed_run_policy": job.missed_run_policy,
-        "enabled": "on",
+        **job_form_fields(job),
         "triggers-TOTAL_FORMS": 1,
         "triggers-INITIAL_FORMS": 1,
         "triggers-MIN_NUM_FORMS": 0,
