@@ -20,10 +20,11 @@ The rules apply to the due fire times in this order:
    not drop it. The run is `schedule` when it stands for one on-time fire
    time, else `catchup`. Passing the same moment again later is harmless: it
    affects only fire times at or before it.
-2. grace: a fire time at most `grace` old (now - fire <= grace) is on time
-   and gets an ordinary `schedule` run whatever the window and policy; older
-   ones are missed. When grace exceeds the trigger's period several fire times
-   can be on time: the latest max_runs of them run, older ones are skipped.
+2. grace: the LATEST due fire time, if at most `grace` old (now - fire <=
+   grace), is on time and gets an ordinary `schedule` run whatever the window
+   and policy. Every earlier due fire time is missed, however recent: a newer
+   fire time came before any beat dispatched it (a 1-second trigger whose
+   beat stalled for 5 s missed 4 fire times, it does not owe 5 runs).
 3. window: a missed fire time older than `window` (now - fire > window) is
    skipped, whatever the policy. None: no limit.
 4. policy, over the missed fire times inside the window (runs are `catchup`):
@@ -424,7 +425,7 @@ def _catchup_choice(rules: MissedRunRules) -> tuple[int, bool]:
 
 
 def _groups(
-    rules: MissedRunRules, now: datetime
+    rules: MissedRunRules, now: datetime, latest: datetime
 ) -> list[tuple[datetime | None, datetime | None, int, bool, bool]]:
     """The fire times after coalesce_until as groups (lo, hi: inclusive bounds,
     None: unbounded below / an empty group), oldest group first, each with how
@@ -434,7 +435,9 @@ def _groups(
     if until is not None and until >= now:
         return []  # everything due was coalesced
     rest_from = None if until is None else until + _TINY
-    on_time_from = _before(now, rules.grace)  # None: every fire time is on time
+    # Only the latest due fire time can be on time: an earlier one was
+    # overtaken by a newer fire time before any beat dispatched it.
+    on_time_from = latest if now - latest <= rules.grace else latest + _TINY
     window_from = None if rules.window is None else _before(now, rules.window)
     missed_until = None if on_time_from is None else _before(on_time_from, _TINY)
     dropped_until = None if window_from is None else _before(window_from, _TINY)
@@ -477,7 +480,7 @@ def compute_missed_runs(
             count, truncated = times.count(None, latest, max_scan + 1)
             late = now - latest > rules.grace
             runs.append(PlannedRun(latest, count > 1 or late, count - 1))
-    for lo, hi, keep, newest, catchup in _groups(rules, now):
+    for lo, hi, keep, newest, catchup in _groups(rules, now, window.latest):
         runs += _take(times, lo, hi, keep, newest, catchup, max_scan, skipped)
     following = window.following
     if not runs and following is None and isinstance(spec, IntervalSpec):

@@ -77,12 +77,14 @@ def next_fire_and_pause() -> tuple[datetime | None, bool]:
     trig, queue = q(Trigger._meta.db_table), q(QueueState._meta.db_table)
     next_col, active_col = (q(Trigger._meta.get_field(f).column) for f in ("next_run_at", "active"))
     paused_col, pk_col = (q(QueueState._meta.get_field(f).column) for f in ("paused", "id"))
+    # The bare column, not `= %s`: SQLite uses a partial index only when the
+    # query states its condition literally (a bound parameter makes it scan).
     sql = (
-        f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col} = %s),"
+        f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col}),"
         f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1)"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [True])
+        cursor.execute(sql)
         raw_next, raw_paused = cursor.fetchone()
     field = Trigger._meta.get_field("next_run_at")
     expression = field.get_col(Trigger._meta.db_table)

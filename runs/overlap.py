@@ -128,6 +128,7 @@ def release_stranded(*, now: datetime, limit: int = 100) -> int:
     job_ids = list(
         Run.objects.filter(status=RunStatus.QUEUED, held=True, scheduled_for__lte=now)
         .filter(~Exists(running))
+        .order_by()  # no default ordering: DISTINCT is per job
         .values_list("job_id", flat=True)
         .distinct()[:limit]
     )

@@ -57,7 +57,7 @@ def start_process(
     log_dir = tmp_path_factory.mktemp("e2e-logs")
     started: list[Proc] = []
 
-    def start(kind: str, **env: str) -> Proc:
+    def start(kind: str, concurrency: int = 2, **env: str) -> Proc:
         celery = [sys.executable, "-m", "celery", "-A", "scheduler_project"]
         if kind == "worker":
             argv = celery + [
@@ -65,7 +65,7 @@ def start_process(
                 "-l",
                 "info",
                 "--pool=prefork",
-                "--concurrency=2",
+                f"--concurrency={concurrency}",
                 "-Q",
                 "takt",
                 "-n",

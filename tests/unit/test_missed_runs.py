@@ -5,7 +5,6 @@ each with a table of cases. No database; `now` is passed."""
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from datetime import time as dt_time
@@ -127,12 +126,12 @@ GRACE = [
     ("zero-grace-at-the-instant", HOURLY, T, T, rules(grace=timedelta(0)), Claim((S(T),), T + HOUR)),
     ("zero-grace-one-second-late", HOURLY, T, T + SECOND, rules(grace=timedelta(0)),
      Claim((C(T),), T + HOUR)),
-    # A grace longer than the period makes several fire times on time: they all
-    # run as `schedule`, at most max_runs of them (the latest).
+    # Only the latest due fire time can be on time, even with a grace longer
+    # than the period: the earlier one was overtaken before any beat ran.
     ("grace-spans-two-fire-times", HOURLY, T, T + HOUR + MINUTE, rules(grace=2 * HOUR, policy=SKIP),
-     Claim((S(T), S(T + HOUR)), T + 2 * HOUR)),
-    ("on-time-runs-capped", HOURLY, T, T + 3 * HOUR, rules(grace=DAY, max_runs=2),
-     Claim((S(T + 2 * HOUR), S(T + 3 * HOUR)), T + 4 * HOUR, 2, T, T + HOUR)),
+     Claim((S(T + HOUR),), T + 2 * HOUR, 1, T, T)),
+    ("earlier-times-are-missed-however-recent", HOURLY, T, T + 3 * HOUR, rules(grace=DAY),
+     Claim((C(T + 2 * HOUR), S(T + 3 * HOUR)), T + 4 * HOUR, 2, T, T + HOUR)),
 ]  # fmt: skip
 
 
@@ -349,11 +348,10 @@ LONG_OUTAGE = [
     ("run-all-1000", rules(grace=NO_GRACE, policy=RUN_ALL, max_runs=1000),
      (*(C(MONTH_END - k * SECOND) for k in range(1000, 0, -1)), S(MONTH_END)),
      MONTH_START, MONTH_END - 1001 * SECOND),
-    # 60 s grace: 61 fire times are on time, the latest 10 run; 10 missed ones run too.
+    # 60 s grace: only the latest fire time is on time; the latest 10 missed ones run.
     ("run-all-default-grace", rules(policy=RUN_ALL),
-     (*(C(MONTH_END - MINUTE - k * SECOND) for k in range(10, 0, -1)),
-      *(S(MONTH_END - k * SECOND) for k in range(9, -1, -1))),
-     MONTH_START, MONTH_END - 10 * SECOND),
+     (*(C(MONTH_END - k * SECOND) for k in range(10, 0, -1)), S(MONTH_END)),
+     MONTH_START, MONTH_END - 11 * SECOND),
 ]  # fmt: skip
 
 
@@ -374,9 +372,8 @@ def test_month_long_outage_of_a_1_second_trigger(
     first: datetime,
     last: datetime,
 ) -> None:
-    started = time.perf_counter()
+    # Bounded work (max_scan and reverse searches): benchmarks measure speed, tests don't.
     claim = compute_claim(spec, next_run_at=MONTH_START, now=MONTH_END, rules=rules)
-    assert time.perf_counter() - started < 2.0
     assert claim == Claim(runs, MONTH_END + SECOND, 10_000, first, last, truncated=True)
 
 
@@ -405,8 +402,9 @@ def oracle(spec: TriggerSpec, next_run_at: datetime, now: datetime, rules: Misse
     until, grace = rules.coalesce_until, rules.grace
     held = [fire for fire in due if until is not None and fire <= until]
     rest = [fire for fire in due if fire not in held]
-    on_time = [fire for fire in rest if now - fire <= grace]
-    missed = [fire for fire in rest if now - fire > grace]
+    # only the latest due fire time can be on time
+    on_time = [fire for fire in rest[-1:] if now - fire <= grace]
+    missed = [fire for fire in rest if fire not in on_time]
     kept = [fire for fire in missed if rules.window is None or now - fire <= rules.window]
     chosen = {
         SKIP: [],

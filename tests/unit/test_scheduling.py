@@ -4,7 +4,6 @@ rules (today's behaviour); the rules are in test_missed_runs.py. No database."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -136,12 +135,11 @@ def test_no_rules_means_everything_due_coalesced(
     [CronSpec("* * * * * *"), CronSpec("* * * * * *", "Europe/Berlin"), IntervalSpec(SECOND)],
     ids=["cron-utc", "cron-berlin", "interval"],
 )
-def test_huge_gap_is_bounded_and_fast(spec: TriggerSpec) -> None:
-    # A 1-second trigger missed for a month (2.6 million fire times).
+def test_huge_gap_is_bounded(spec: TriggerSpec) -> None:
+    # A 1-second trigger missed for a month (2.6 million fire times): the
+    # count stops at max_scan (no timing assert: speed is for benchmarks/).
     now = utc(2026, 4, 1, 0, 0, 0, 500_000)
-    started = time.perf_counter()
     claim = compute_claim(spec, next_run_at=utc(2026, 3, 1), now=now)
-    assert time.perf_counter() - started < 2.0
     assert claim == single(utc(2026, 4, 1), utc(2026, 4, 1, 0, 0, 1), 10_000, True, truncated=True)
 
 
