@@ -8,10 +8,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db.models import Min, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -27,6 +29,21 @@ from .errors import TaktError
 from .models import HolidayCalendar, Job, Trigger
 
 HISTORY_ROWS = 25
+
+
+class BackfillForm(forms.Form):
+    start = forms.DateTimeField(
+        label="From", help_text="Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."
+    )
+    end = forms.DateTimeField(label="To", help_text="Not in the future.")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("start") and data.get("end") and data["end"] < data["start"]:
+            self.add_error("end", "must not be before the start")
+        return data
+
+
 PREVIEW_COUNT = 5
 CALENDAR_PREVIEW_COUNT = 10
 
@@ -194,7 +211,7 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ("name", "enabled", "schedule", "next_run", "last_status", "target", "priority")
     list_filter = ("enabled", "kind", "queue")
     search_fields = ("name", "description", "target", "owner")
-    actions = ["run_now", "enable", "disable"]
+    actions = ["run_now", "enable", "disable", "pause", "resume", "backfill"]
     readonly_fields = (
         "code_managed",
         "created_at",
@@ -347,6 +364,65 @@ class JobAdmin(admin.ModelAdmin):
     def disable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), False)
         self.message_user(request, f"Disabled {n} job(s).")
+
+    @admin.action(description="Pause selected jobs")
+    def pause(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        now = timezone.now()
+        by = request.user.get_username()
+        n = sum(
+            services.pause_job(pk, note=f"paused in the admin by {by}", by=by, now=now)
+            for pk in queryset.values_list("pk", flat=True)
+        )
+        self.message_user(request, f"Paused {n} job(s). Edit a job to add a note or an end time.")
+
+    @admin.action(description="Resume selected jobs")
+    def resume(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        n = sum(services.resume_job(pk) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Resumed {n} job(s).")
+
+    @admin.action(description="Backfill a past range…")
+    def backfill(self, request: HttpRequest, queryset: QuerySet[Job]) -> TemplateResponse | None:
+        """F-101: runs for every fire time of the selected jobs in a past
+        range (runs/backfill.py); asks for the range first."""
+        from runs.backfill import backfill
+
+        form = BackfillForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            start, end = form.cleaned_data["start"], form.cleaned_data["end"]
+            for job in queryset:
+                try:
+                    result = backfill(job, start=start, end=end, now=timezone.now())
+                except TaktError as exc:
+                    self.message_user(request, f"{job}: {exc}", messages.ERROR)
+                    continue
+                if result.skipped_reason:
+                    text = f"{job}: nothing created: {result.skipped_reason}"
+                    self.message_user(request, text, messages.WARNING)
+                    continue
+                self.message_user(
+                    request,
+                    f"{job}: {len(result.created)} run(s) created for"
+                    f" {len(result.fire_times)} fire time(s); {result.already_ran} already had a run.",
+                )
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Backfill a past range",
+            "opts": self.model._meta,
+            "jobs": queryset,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/jobs/job/backfill.html", context)
+
+    def save_model(self, request: HttpRequest, obj: Job, form: Any, change: bool) -> None:
+        """A pause ticked in the editor records who and when (F-104)."""
+        if "paused" in form.changed_data:
+            if obj.paused:
+                obj.paused_by, obj.paused_at = request.user.get_username()[:150], timezone.now()
+            else:
+                obj.paused_until, obj.consecutive_failures = None, 0
+        super().save_model(request, obj, form, change)
 
     # --- the "Run now" button on the change form --------------------------------
     def get_urls(self) -> list[Any]:

@@ -11,6 +11,7 @@ Takt's jobs are the schedule.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery.beat import Scheduler
@@ -22,6 +23,8 @@ MIN_SLEEP_S = 0.02
 
 
 class TaktScheduler(Scheduler):
+    _last_tick_end = float("-inf")
+
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
 
@@ -45,7 +48,13 @@ class TaktScheduler(Scheduler):
         from .ticks import run_tick
 
         poll = float(settings.TAKT_POLL_SECONDS)
-        close_old_connections()
+        started = time.monotonic()
+        aged = connection.close_at is not None and started >= connection.close_at
+        if started - self._last_tick_end > poll + 1 or connection.errors_occurred or aged:
+            # Checked (CONN_HEALTH_CHECKS), renewed (CONN_MAX_AGE) or dropped
+            # after an error; a connection used a poll ago is used as it is,
+            # which saves an idle tick a round trip.
+            close_old_connections()
         try:
             return max(MIN_SLEEP_S, min(poll, run_tick(now=timezone.now())))
         except Exception:
@@ -54,3 +63,5 @@ class TaktScheduler(Scheduler):
             log.exception("beat tick failed; retrying in %.1f s", poll)
             connection.close()
             return poll
+        finally:
+            self._last_tick_end = time.monotonic()

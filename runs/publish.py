@@ -103,6 +103,11 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     outbox is empty."""
     from .overlap import release_stranded
 
+    waiting = Run.objects.filter(
+        status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now
+    )
+    if not waiting.exists():  # one index probe: held runs are unpublished too
+        return 0
     release_stranded(now=now)
     stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
     deferred_due = Q(scheduled_for__gt=F("enqueued_at"))

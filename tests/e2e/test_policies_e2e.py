@@ -184,3 +184,24 @@ def test_beat_down_for_several_fire_times_then_the_missed_run_policy_holds(
     assert recorded >= 4  # every missed fire time is run or counted
     if policy == "skip":
         assert any(r.status == RunStatus.SKIPPED and "missed fire time" in r.message for r in batch)
+
+
+def test_timeout_action_continue_warns_and_keeps_the_job_locked(worker):
+    job = make_job("tests.sleep", params={"seconds": 3}, timeout_s=1, timeout_action="continue")
+    run = enqueue_job(job, trigger="manual")
+    wait_until(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, 10, "the start")
+    time.sleep(1.8)  # past the timeout: still running, the job still locked
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+    second = enqueue_job(job, trigger="manual")
+    assert second.status == RunStatus.SKIPPED
+
+    ended = wait_until(lambda: finished_run(run), 15, "the run to end")
+    assert ended.status == RunStatus.SUCCEEDED  # not stopped
+    assert ended.duration_s >= 3
+    assert "ran past its timeout of 1 s" in ended.message
+    assert "warning: ran past its timeout of 1 s" in ended.output
+
+
+def finished_run(run: Run) -> Run | None:
+    run.refresh_from_db()
+    return run if run.status in ENDED else None

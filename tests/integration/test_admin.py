@@ -216,3 +216,43 @@ def test_a_spent_once_trigger_made_in_code_does_not_block_editing_its_job(admin_
 
     assert response.status_code == 302, response.context["inline_admin_formsets"][0].formset.errors
     assert Job.objects.get(pk=job.pk).notes == "moved"
+
+
+def test_the_backfill_action_asks_for_a_range_then_creates_the_runs(admin_client):
+    job = make_job("hourly")
+    make_trigger(job, created_at=T0, kind="interval", interval_seconds=3600, start_at=T0)
+    changelist = reverse("admin:jobs_job_changelist")
+    selected = {"action": "backfill", "_selected_action": [job.pk]}
+
+    asked = admin_client.post(changelist, selected)
+    assert asked.status_code == 200 and b"Backfill a past range" in asked.content
+
+    bad = admin_client.post(
+        changelist,
+        {**selected, "apply": "1", "start": "2025-03-29 15:00", "end": "2025-03-29 12:00"},
+    )
+    assert b"must not be before the start" in bad.content
+    assert not job.runs.exists()
+
+    done = admin_client.post(
+        changelist,
+        {**selected, "apply": "1", "start": "2025-03-29 13:00", "end": "2025-03-29 15:30"},
+        follow=True,
+    )
+    assert b"3 run(s) created for 3 fire time(s)" in done.content  # 12, 13, 14 UTC (Berlin +1)
+    assert job.runs.filter(trigger=RunTrigger.CATCHUP).count() == 3
+
+
+def test_pause_and_resume_actions_record_who_paused(admin_client):
+    job = make_job("pausable")
+    trigger = hourly(job, created_at=T0)
+    changelist = reverse("admin:jobs_job_changelist")
+    admin_client.post(changelist, {"action": "pause", "_selected_action": [job.pk]})
+    job.refresh_from_db()
+    trigger.refresh_from_db()
+    assert job.paused and job.paused_by == "admin" and not trigger.active
+    assert job.pause_note == "paused in the admin by admin"
+    admin_client.post(changelist, {"action": "resume", "_selected_action": [job.pk]})
+    job.refresh_from_db()
+    trigger.refresh_from_db()
+    assert not job.paused and trigger.active

@@ -85,3 +85,34 @@ def test_saving_without_validation_still_refuses_a_cron_that_cannot_be_evaluated
     assert caught.value.message_dict == {"cron_expression": ["minute: 61 is out of range 0-59"]}
 
     assert not Trigger.objects.filter(job=job).exists()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"retry_backoff_s": 60, "retry_backoff_max_s": 59}, "retry_backoff_max_s"),
+        ({"retry_backoff_factor": 0.5}, "retry_backoff_factor"),
+        ({"retry_jitter": 1.5}, "retry_jitter"),
+        ({"max_retries": 101}, "max_retries"),
+        ({"non_retryable_exceptions": "Value Error"}, "non_retryable_exceptions"),
+        ({"catchup_window_s": -1}, "catchup_window_s"),
+        ({"catchup_max_runs": 0}, "catchup_max_runs"),
+        ({"max_instances": 0}, "max_instances"),
+        ({"max_buffered": 1001}, "max_buffered"),
+        ({"overlap_policy": "sometimes"}, "overlap_policy"),
+        ({"missed_run_policy": "maybe"}, "missed_run_policy"),
+        ({"timeout_action": "explode"}, "timeout_action"),
+    ],
+)
+def test_an_invalid_job_policy_is_refused_naming_the_field_and_the_stored_row_stays(changes, field):
+    from jobs.models import Job
+
+    stored = make_job("policies")
+    before = Job.objects.filter(pk=stored.pk).values().get()
+    edited = Job.objects.get(pk=stored.pk)
+    for name, value in changes.items():
+        setattr(edited, name, value)
+    with pytest.raises(ValidationError) as err:
+        edited.full_clean()
+    assert field in err.value.message_dict, err.value.message_dict
+    assert Job.objects.filter(pk=stored.pk).values().get() == before
