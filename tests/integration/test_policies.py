@@ -278,3 +278,42 @@ def test_missed_run_policies_after_an_outage(policy, expected):
     assert got == expected
     if policy == "skip":
         assert "3 missed fire time(s) from" in job.runs.get().message
+
+
+def test_jitter_delays_each_run_by_the_same_amount_in_every_beat(redis_client):
+    from jobs.triggers import compute_jitter
+
+    job = make_job("jittery")
+    trigger = make_trigger(
+        job, created_at=T0, kind="interval", interval_seconds=3600, jitter_seconds=600
+    )
+    fire = trigger.next_run_at
+    delay = compute_jitter(f"trigger:{trigger.pk}", fire, 600)
+    assert timedelta(0) <= delay <= timedelta(seconds=600)
+    if not delay:
+        pytest.skip("this trigger's jitter happens to be 0 s for this fire time")
+
+    claim_due_runs(now=fire, limit=10)
+    run = job.runs.get()
+    assert run.scheduled_for == fire + delay  # one run per fire time, due later
+    assert run.status == RunStatus.QUEUED and run.task_id not in broker_task_ids(redis_client)
+    sweep_unpublished(now=fire + delay - SECOND)
+    assert run.task_id not in broker_task_ids(redis_client)
+    sweep_unpublished(now=fire + delay)
+    assert run.task_id in broker_task_ids(redis_client)
+
+
+def test_a_pause_with_an_end_time_lifts_itself():
+    from jobs.services import pause_job, resume_due_jobs
+
+    job = make_job("paused until noon")
+    trigger = make_trigger(job, created_at=T0, kind="interval", interval_seconds=60)
+    assert pause_job(job.pk, note="db migration", by="ops", now=T0, until=T0 + 3600 * SECOND)
+    trigger.refresh_from_db()
+    assert not trigger.active
+    assert resume_due_jobs(now=T0 + 3599 * SECOND) == 0
+    assert resume_due_jobs(now=T0 + 3600 * SECOND) == 1
+    job.refresh_from_db()
+    trigger.refresh_from_db()
+    assert not job.paused and trigger.active
+    assert trigger.next_run_at == T0 + 60 * SECOND  # kept: caught up per the missed-run policy
