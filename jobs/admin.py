@@ -303,8 +303,26 @@ class JobAdmin(admin.ModelAdmin):
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> HttpResponse:
         job = self.get_object(request, object_id)
-        extra = {**(extra_context or {}), "run_history": self.run_history(job) if job else ""}
+        extra = {
+            **(extra_context or {}),
+            "run_history": self.run_history(job) if job else "",
+            "explanation": self.explanation(job) if job else "",
+        }
         return super().change_view(request, object_id, form_url, extra_context=extra)
+
+    def explanation(self, job: Job) -> str:
+        """F-66: the "why didn't it run?" checklist, as explain_job prints it."""
+        from runs.explaining import explain_job
+
+        answer = explain_job(job, now=timezone.now())
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (("✅" if c.ok else "❌", c.name, c.detail) for c in answer.checks),
+        )
+        return format_html(
+            "<p><strong>{}</strong></p><table class='takt-history'>{}</table>", answer.verdict, rows
+        )
 
     def run_history(self, obj: Job) -> str:
         """The job's latest runs with their output, shown below the triggers (F-51)."""

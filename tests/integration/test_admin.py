@@ -256,3 +256,10 @@ def test_pause_and_resume_actions_record_who_paused(admin_client):
     job.refresh_from_db()
     trigger.refresh_from_db()
     assert not job.paused and trigger.active
+
+
+def test_the_job_editor_says_why_a_job_did_not_run(admin_client):
+    job = make_job("idle", enabled=False)
+    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+    assert b"Why didn&#x27;t it run?" in page.content or b"Why didn't it run?" in page.content
+    assert b"held back by: enabled (the job is disabled)" in page.content

@@ -133,3 +133,19 @@ def test_pause_and_resume_queue_commands(capsys, redis_client):
     assert not is_paused()
     out = capsys.readouterr().out
     assert out.splitlines() == ["queue paused", "queue was already paused", "queue resumed"]
+
+
+@pytest.mark.django_db
+def test_explain_job_says_what_holds_the_job_back(capsys, redis_client):
+    from django.utils import timezone
+
+    from jobs.services import pause_job
+
+    job = make_job("nightly")
+    pause_job(job.pk, note="waiting for the new API key", by="ops", now=timezone.now())
+    call_command("explain_job", str(job.pk))
+    out = capsys.readouterr().out
+    assert "[NO] job pause: paused: waiting for the new API key" in out
+    assert out.rstrip().endswith("held back by: job pause (paused: waiting for the new API key)")
+    with pytest.raises(CommandError, match="job: no job with id 999999"):
+        call_command("explain_job", "999999")

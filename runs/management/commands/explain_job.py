@@ -1,0 +1,28 @@
+"""F-66: `manage.py explain_job <id>` — which condition holds a job back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from jobs.models import Job
+from runs.explaining import explain_job
+
+
+class Command(BaseCommand):
+    help = "Walk the checklist (enabled, scheduler, queue, pause, trigger, window, due, overlap, lock) for one job."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("job_id", type=int)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        job = Job.objects.filter(pk=options["job_id"]).first()
+        if job is None:
+            raise CommandError(f"job: no job with id {options['job_id']}")
+        answer = explain_job(job, now=timezone.now())
+        self.stdout.write(f"job {job.pk} ({job.name}):")
+        for check in answer.checks:
+            self.stdout.write(f"  [{'ok' if check.ok else 'NO'}] {check.name}: {check.detail}")
+        self.stdout.write(answer.verdict)
