@@ -149,3 +149,24 @@ def test_explain_job_says_what_holds_the_job_back(capsys, redis_client):
     assert out.rstrip().endswith("held back by: job pause (paused: waiting for the new API key)")
     with pytest.raises(CommandError, match="job: no job with id 999999"):
         call_command("explain_job", "999999")
+
+
+@pytest.mark.django_db
+def test_takt_status_prints_the_queue(capsys, redis_client):
+    import json
+
+    from django.utils import timezone
+
+    from jobs.queue import pause_queue
+
+    make_job("a")
+    pause_queue(note="deploy", by="ops", now=timezone.now())
+    call_command("takt_status", "--json")
+    status = json.loads(capsys.readouterr().out)
+    assert status["paused"] is True and status["pause_note"] == "deploy"
+    assert (status["active_count"], status["queued_count"]) == (0, 0)
+    call_command("takt_status")
+    assert "paused             True" in capsys.readouterr().out
+    from jobs.queue import resume_queue
+
+    resume_queue(now=timezone.now())
