@@ -22,3 +22,7 @@ class InvalidInput(TaktError, ValueError):
 
 class QueuePaused(TaktError):
     """The queue is paused (F-28): no run is enqueued until it resumes."""
+
+
+class MaintenanceMode(TaktError):
+    """Maintenance mode is on (F-29) and the job is not allowed to start."""

@@ -131,6 +131,10 @@ class Job(models.Model):
     api_trigger_permission = models.CharField(
         max_length=16, choices=ApiTriggerPermission.choices, default=ApiTriggerPermission.OFF
     )
+    allowed_during_maintenance = models.BooleanField(
+        default=False,
+        help_text="Starts in maintenance mode too (F-29); every other job's start is refused then.",
+    )
     # F-104: a job paused with a note is not scheduled (like a disabled one,
     # a past due time is caught up per its missed-run policy on resume).
     paused = models.BooleanField(default=False)
@@ -331,6 +335,9 @@ class QueueState(models.Model):
     paused_by = models.CharField(max_length=150, blank=True)
     paused_at = models.DateTimeField(null=True, blank=True)
     resumed_at = models.DateTimeField(null=True, blank=True)
+    # F-29: only jobs allowed during maintenance start; see jobs.queue.
+    maintenance = models.BooleanField(default=False)
+    maintenance_note = models.TextField(blank=True)
 
     class Meta:
         verbose_name = "queue"

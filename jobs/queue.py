@@ -1,4 +1,5 @@
-"""The queue switch (F-28): pause and resume for the whole cluster.
+"""The queue switches for the whole cluster: pause and resume (F-28), and
+maintenance mode (F-29).
 
 The database row (QueueState, pk 1) is the truth. Workers check a mirror of
 it in Redis in the same round trip that takes a job's lock (runs.locks), so
@@ -68,3 +69,49 @@ def resume_queue(*, now: datetime) -> bool:
 
 def is_paused() -> bool:
     return QueueState.objects.filter(pk=1, paused=True).exists()
+
+
+# --- maintenance mode (F-29) ---------------------------------------------------
+#
+# While it is on (by switch, or while the file TAKT_MAINTENANCE_LOCK_FILE
+# exists where the beat runs), only jobs marked allowed_during_maintenance
+# start; every other start is refused and recorded as a `skipped` run
+# whatever triggered it (the beat, a retry, the outbox), and enqueue_job()
+# and "Run now" raise MaintenanceMode for them. A manual or API request never
+# widens the allow-list. Workers see it through Redis, like the pause.
+
+
+def maintenance_key() -> str:
+    return f"{settings.TAKT_KEY_PREFIX}:queue:maintenance"
+
+
+def lock_file_present() -> bool:
+    import os
+
+    path = getattr(settings, "TAKT_MAINTENANCE_LOCK_FILE", "")
+    return bool(path) and os.path.exists(path)
+
+
+def set_maintenance(on: bool, *, note: str = "", now: datetime) -> bool:
+    """Switch maintenance mode; returns False when it already was so."""
+    changes = {"maintenance": on, "maintenance_note": note if on else ""}
+    n = QueueState.objects.filter(pk=queue_state().pk, maintenance=not on).update(**changes)
+    mirror_maintenance(on or lock_file_present())
+    if n:
+        log.info("maintenance mode %s%s", "on" if on else "off", f": {note}" if note else "")
+    return bool(n)
+
+
+def mirror_maintenance(on: bool) -> None:
+    from runs.locks import get_redis
+
+    client = get_redis()
+    if on:
+        client.set(maintenance_key(), "1")
+    else:
+        client.delete(maintenance_key())
+
+
+def in_maintenance() -> bool:
+    """The switch or the lock file."""
+    return lock_file_present() or QueueState.objects.filter(pk=1, maintenance=True).exists()

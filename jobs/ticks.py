@@ -12,7 +12,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from .models import QueueState, Trigger
-from .queue import mirror
+from .queue import lock_file_present, mirror, mirror_maintenance
 from .services import resume_due_jobs
 
 log = logging.getLogger("takt.beat")
@@ -27,8 +27,9 @@ def run_tick(*, now: datetime) -> float:
     # One statement first: the next fire time from the partial index and the
     # queue switch. An idle tick takes no lock and opens no transaction (on
     # SQLite, no write lock every poll).
-    nxt, paused = next_fire_and_pause()
-    _mirror_pause(paused)
+    nxt, paused, maintenance = next_fire_and_pause()
+    maintenance = maintenance or lock_file_present()
+    _mirror_pause(paused, maintenance)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
         return float(settings.TAKT_POLL_SECONDS)
@@ -37,7 +38,7 @@ def run_tick(*, now: datetime) -> float:
     elif wait <= 0:
         batch = settings.TAKT_CLAIM_BATCH
         while True:
-            claimed = claim_due_runs(now=now, limit=batch)
+            claimed = claim_due_runs(now=now, limit=batch, maintenance=maintenance)
             publish_runs(claimed.to_publish, now=timezone.now())
             if claimed.claimed or claimed.lost_races:
                 log.info(
@@ -70,48 +71,52 @@ def _resume_due_jobs(*, now: datetime) -> None:
     resume_due_jobs(now=now)
 
 
-def next_fire_and_pause() -> tuple[datetime | None, bool]:
-    """The earliest next_run_at of an active trigger, and whether the queue
-    is paused, in one round trip."""
+def next_fire_and_pause() -> tuple[datetime | None, bool, bool]:
+    """The earliest next_run_at of an active trigger, whether the queue is
+    paused, and whether maintenance mode is switched on, in one round trip."""
     q = connection.ops.quote_name
     trig, queue = q(Trigger._meta.db_table), q(QueueState._meta.db_table)
     next_col, active_col = (q(Trigger._meta.get_field(f).column) for f in ("next_run_at", "active"))
-    paused_col, pk_col = (q(QueueState._meta.get_field(f).column) for f in ("paused", "id"))
+    paused_col, maint_col, pk_col = (
+        q(QueueState._meta.get_field(f).column) for f in ("paused", "maintenance", "id")
+    )
     # The bare column, not `= %s`: SQLite uses a partial index only when the
     # query states its condition literally (a bound parameter makes it scan).
     sql = (
         f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col}),"
-        f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1)"
+        f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1),"
+        f" (SELECT {maint_col} FROM {queue} WHERE {pk_col} = 1)"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql)
-        raw_next, raw_paused = cursor.fetchone()
+        raw_next, raw_paused, raw_maintenance = cursor.fetchone()
     field = Trigger._meta.get_field("next_run_at")
     expression = field.get_col(Trigger._meta.db_table)
     value = raw_next
     for converter in connection.ops.get_db_converters(expression):
         value = converter(value, expression, connection)
-    return value, bool(raw_paused)
+    return value, bool(raw_paused), bool(raw_maintenance)
 
 
 _mirrored_at = float("-inf")
 MIRROR_EVERY_S = 30.0
 
 
-def _mirror_pause(paused: bool) -> None:
-    """Keep the workers' copy of the pause in Redis: every tick while paused
-    (a Redis restart loses it for one poll at most), and now and then while
-    running (a resume whose Redis write failed heals)."""
+def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
+    """Keep the workers' copy of the switches in Redis: every tick while one
+    is on (a Redis restart loses it for one poll at most), and now and then
+    while both are off (a switch-off whose Redis write failed heals)."""
     global _mirrored_at
     import time
 
-    if not paused and time.monotonic() - _mirrored_at < MIRROR_EVERY_S:
+    if not (paused or maintenance) and time.monotonic() - _mirrored_at < MIRROR_EVERY_S:
         return
     try:
         mirror(paused)
+        mirror_maintenance(maintenance)
         _mirrored_at = time.monotonic()
     except Exception:
-        log.exception("could not write the queue pause to Redis")
+        log.exception("could not write the queue switches to Redis")
 
 
 def seconds_until_next_fire(*, now: datetime) -> float:

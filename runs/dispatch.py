@@ -70,22 +70,30 @@ class _RowByRow(Exception):
     """The bulk path met a race or a bad trigger: redo the batch row by row."""
 
 
-def claim_due_runs(*, now: datetime, limit: int) -> ClaimResult:
+def claim_due_runs(*, now: datetime, limit: int, maintenance: bool = False) -> ClaimResult:
     """Claim up to `limit` due triggers and create their runs (see the
-    module docstring). Returns the ids to publish after commit."""
+    module docstring). Returns the ids to publish after commit. In
+    maintenance mode (F-29) the runs of jobs not allowed then are recorded
+    `skipped`: the start is refused, and the trigger moves on."""
     if connection.features.can_return_rows_from_bulk_insert:
         try:
-            return _claim_in_bulk(now=now, limit=limit)
+            return _claim_in_bulk(now=now, limit=limit, maintenance=maintenance)
         except _RowByRow:
             pass
     result = ClaimResult()
     with transaction.atomic():
         triggers = _lock_due(now=now, limit=limit)
-        load = _Load(activity([t.job_id for t in triggers], now=now) if triggers else {})
+        load = _Load(
+            activity([t.job_id for t in triggers], now=now) if triggers else {},
+            maintenance=maintenance,
+        )
         resumed_at = last_resume() if triggers else None
         for trigger in triggers:
             _claim_one(trigger, now=now, load=load, result=result, resumed_at=resumed_at)
     return result
+
+
+MAINTENANCE_REFUSAL = "refused in maintenance mode: the job is not allowed during maintenance"
 
 
 class _Load:
@@ -93,10 +101,13 @@ class _Load:
     counting the runs this claim adds, so two triggers of one job in a
     batch are admitted one after the other (F-23)."""
 
-    def __init__(self, counts: dict[int, tuple[int, int]]) -> None:
+    def __init__(self, counts: dict[int, tuple[int, int]], *, maintenance: bool = False) -> None:
         self.counts = counts
+        self.maintenance = maintenance
 
     def admit(self, trigger: Trigger) -> tuple[Admission, str]:
+        if self.maintenance and not trigger.job.allowed_during_maintenance:
+            return Admission.SKIP, MAINTENANCE_REFUSAL
         running, waiting = self.counts.get(trigger.job_id, (0, 0))
         decision = admit(trigger.job, running=running, waiting=waiting)
         if decision.admission is not Admission.SKIP:
@@ -257,7 +268,7 @@ def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
         result.to_publish.append(run)
 
 
-def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
+def _claim_in_bulk(*, now: datetime, limit: int, maintenance: bool = False) -> ClaimResult:
     result = ClaimResult()
     with transaction.atomic():
         triggers = _lock_due(now=now, limit=limit)
@@ -282,7 +293,7 @@ def _claim_in_bulk(*, now: datetime, limit: int) -> ClaimResult:
         )
         if won != len(triggers):
             raise _RowByRow
-        load = _Load(activity([t.job_id for t in triggers], now=now))
+        load = _Load(activity([t.job_id for t in triggers], now=now), maintenance=maintenance)
         runs = []
         for trigger, claim in zip(triggers, claims, strict=True):
             runs += _runs_for(trigger, claim, now=now, load=load)

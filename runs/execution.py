@@ -37,7 +37,8 @@ from jobs.registry import UnknownTarget, resolve
 from jobs.services import overlap_rules
 
 from .context import JobContext, JobFailed
-from .locks import PAUSED, LockKeeper, acquire_slot
+from .dispatch import MAINTENANCE_REFUSAL
+from .locks import MAINTENANCE, PAUSED, LockKeeper, acquire_slot
 from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
@@ -86,11 +87,21 @@ def execute(
     extra = {"job_id": run.job_id, "run_id": run.pk}
 
     rules = overlap_rules(run.job)
-    lock, acquired = acquire_slot(run.job_id, slots=rules.max_instances)
+    lock, acquired = acquire_slot(
+        run.job_id,
+        slots=rules.max_instances,
+        allowed_in_maintenance=bool(getattr(run.job, "allowed_during_maintenance", False)),
+    )
     if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
         hold_run(run)
         log.info("run %s held: the queue is paused", run.pk, extra=extra)
         return RunStatus.QUEUED
+    if acquired == MAINTENANCE:  # F-29: refused, whatever triggered it
+        finish_run(
+            run, status=RunStatus.SKIPPED, now=clock(), message=f"skipped: {MAINTENANCE_REFUSAL}"
+        )
+        log.info("run %s refused: maintenance mode", run.pk, extra=extra)
+        return RunStatus.SKIPPED
     if not acquired:
         action = compute_start_action(rules)
         if run.trigger == RunTrigger.RETRY:

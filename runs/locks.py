@@ -33,6 +33,9 @@ _ACQUIRE = """
 if redis.call('exists', KEYS[1]) == 1 then
   return -1
 end
+if ARGV[3] == '0' and redis.call('exists', KEYS[3]) == 1 then
+  return -2
+end
 if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return 1
 end
@@ -74,10 +77,15 @@ class JobLock:
     def acquire(self) -> bool:
         return bool(self.client.set(self.key, self.token, nx=True, px=self.ttl_ms))
 
-    def acquire_unless_paused(self, pause_key: str) -> int:
-        """One round trip: -1 if `pause_key` exists (the queue is paused),
-        1 if the lock was taken, 0 if it is held by another owner."""
-        return int(self.client.eval(_ACQUIRE, 2, pause_key, self.key, self.token, self.ttl_ms))
+    def acquire_unless_paused(
+        self, pause_key: str, maintenance_key: str = "", *, allowed_in_maintenance: bool = True
+    ) -> int:
+        """One round trip: -1 if `pause_key` exists (the queue is paused), -2
+        if `maintenance_key` exists and the job is not allowed then, 1 if the
+        lock was taken, 0 if it is held by another owner."""
+        keys = (pause_key, self.key, maintenance_key or f"{pause_key}:none")
+        allowed = "1" if allowed_in_maintenance else "0"
+        return int(self.client.eval(_ACQUIRE, 3, *keys, self.token, self.ttl_ms, allowed))
 
     def renew(self) -> bool:
         """Extend the lease; False when the lock is no longer ours."""
@@ -107,18 +115,29 @@ def job_lock(job_id: int, *, ttl_s: float | None = None, slot: int = 0) -> JobLo
 
 
 PAUSED = "paused"
+MAINTENANCE = "maintenance"
 
 
-def acquire_slot(job_id: int, *, slots: int = 1) -> tuple[JobLock, bool | str]:
+def acquire_slot(
+    job_id: int, *, slots: int = 1, allowed_in_maintenance: bool = True
+) -> tuple[JobLock, bool | str]:
     """Try the job's lock slots in order; returns the lock taken and True,
     or slot 0's lock (not taken) and False when every slot is held, or
-    PAUSED when the queue is paused (checked in the same round trip)."""
-    pause = f"{settings.TAKT_KEY_PREFIX}:queue:paused"
+    PAUSED when the queue is paused, or MAINTENANCE when maintenance mode is
+    on and the job is not allowed then (both checked in the same round
+    trip)."""
+    prefix = f"{settings.TAKT_KEY_PREFIX}:queue"
     for slot in range(max(slots, 1)):
         lock = job_lock(job_id, slot=slot)
-        got = lock.acquire_unless_paused(pause)
-        if got < 0:
+        got = lock.acquire_unless_paused(
+            f"{prefix}:paused",
+            f"{prefix}:maintenance",
+            allowed_in_maintenance=allowed_in_maintenance,
+        )
+        if got == -1:
             return lock, PAUSED
+        if got == -2:
+            return lock, MAINTENANCE
         if got:
             return lock, True
     return job_lock(job_id), False

@@ -14,8 +14,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from jobs.errors import InvalidInput, JobNotFound, QueuePaused
+from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
 from jobs.models import Job
+from jobs.queue import lock_file_present
 from jobs.services import on_run_finished, on_run_started
 
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
@@ -70,7 +71,12 @@ def create_run(
     scheduled_for = scheduled_for or now
     decision = Decision(Admission.QUEUE)
     if scheduled_for <= now:
-        running, waiting, paused = job_activity(job.pk, now=now)
+        running, waiting, paused, maintenance = job_activity(job.pk, now=now)
+        if (maintenance or lock_file_present()) and not job.allowed_during_maintenance:
+            raise MaintenanceMode(
+                f"maintenance mode is on: job #{job.pk} is not allowed to start during"
+                " maintenance (manage.py maintenance_mode off ends it)"
+            )
         if paused:
             raise QueuePaused(
                 "the queue is paused: no run is enqueued until it resumes"

@@ -42,6 +42,7 @@ JOB_FIELDS = (
     "max_runs",
     "consecutive_failures",
     "runs_done",
+    "allowed_during_maintenance",
 )
 RUN_FIELDS = (
     "status",
@@ -209,16 +210,18 @@ def advance_triggers(rows: list[tuple[int, Any, Any, int, Any]]) -> int:
         return int(cursor.rowcount)
 
 
-def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool]:
-    """(running runs, queued runs already due, queue paused) for one job: what
-    the overlap policy and the queue switch look at, in one round trip. A
-    run queued for a later `run_at` is not counted."""
+def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool, bool]:
+    """(running runs, queued runs already due, queue paused, maintenance mode
+    on) for one job: what the overlap policy and the queue switches look at,
+    in one round trip. A run queued for a later `run_at` is not counted."""
     queue_t = connection.ops.quote_name(QueueState._meta.db_table)
     sql = (
         f"SELECT COALESCE(SUM(CASE WHEN {_col(Run, 'status')} = %s THEN 1 ELSE 0 END), 0),"
         f" COALESCE(SUM(CASE WHEN {_col(Run, 'status')} = %s AND {_col(Run, 'scheduled_for')} <= %s"
         f" THEN 1 ELSE 0 END), 0),"
-        f" (SELECT {_col(QueueState, 'paused')} FROM {queue_t} WHERE {_col(QueueState, 'id')} = 1)"
+        f" (SELECT {_col(QueueState, 'paused')} FROM {queue_t} WHERE {_col(QueueState, 'id')} = 1),"
+        f" (SELECT {_col(QueueState, 'maintenance')} FROM {queue_t}"
+        f" WHERE {_col(QueueState, 'id')} = 1)"
         f" FROM {connection.ops.quote_name(Run._meta.db_table)}"
         f" WHERE {_col(Run, 'job')} = %s AND {_col(Run, 'status')} IN (%s, %s)"
     )
@@ -227,7 +230,7 @@ def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [running, queued, at, job_id, running, queued])
         row = cursor.fetchone()
-    return int(row[0]), int(row[1]), bool(row[2])
+    return int(row[0]), int(row[1]), bool(row[2]), bool(row[3])
 
 
 def _insert_fields() -> list[Any]:

@@ -170,3 +170,19 @@ def test_takt_status_prints_the_queue(capsys, redis_client):
     from jobs.queue import resume_queue
 
     resume_queue(now=timezone.now())
+
+
+@pytest.mark.django_db
+def test_maintenance_mode_command(capsys, redis_client):
+    from jobs.queue import in_maintenance
+
+    call_command("maintenance_mode", "on", "--note", "upgrade")
+    assert in_maintenance()
+    call_command("maintenance_mode", "on")
+    call_command("maintenance_mode", "off")
+    assert not in_maintenance()
+    assert capsys.readouterr().out.splitlines() == [
+        "maintenance mode on",
+        "maintenance mode was already on",
+        "maintenance mode off",
+    ]

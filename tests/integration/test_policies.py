@@ -317,3 +317,32 @@ def test_a_pause_with_an_end_time_lifts_itself():
     trigger.refresh_from_db()
     assert not job.paused and trigger.active
     assert trigger.next_run_at == T0 + 60 * SECOND  # kept: caught up per the missed-run policy
+
+
+def test_maintenance_mode_refuses_every_start_of_jobs_not_allowed(redis_client):
+    from jobs.errors import MaintenanceMode
+    from jobs.queue import set_maintenance
+    from jobs.ticks import run_tick
+
+    plain = make_job("report")
+    allowed = make_job("cleanup", allowed_during_maintenance=True)
+    sent_before = enqueue_job(plain, trigger="manual", now=T0)
+    trigger = make_trigger(plain, created_at=T0, kind="interval", interval_seconds=60)
+    assert set_maintenance(True, note="db upgrade", now=T0)
+
+    with pytest.raises(MaintenanceMode, match="not allowed to start during maintenance"):
+        enqueue_job(plain, trigger="manual", now=T0 + SECOND)
+    assert enqueue_job(allowed, trigger="manual", now=T0 + SECOND).status == RunStatus.QUEUED
+    # a run sent before the switch is refused by the worker, whatever triggered it
+    assert execute(sent_before.pk, worker="w", clock=clock(T0 + 2 * SECOND)) == RunStatus.SKIPPED
+    sent_before.refresh_from_db()
+    assert "maintenance" in sent_before.message
+    # the schedule: the fire time is recorded as refused, the trigger moves on
+    run_tick(now=T0 + 60 * SECOND)
+    refused = plain.runs.get(trigger=RunTrigger.SCHEDULE)
+    assert refused.status == RunStatus.SKIPPED and "maintenance" in refused.message
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 120 * SECOND
+
+    assert set_maintenance(False, now=T0 + 61 * SECOND)
+    assert enqueue_job(plain, trigger="manual", now=T0 + 62 * SECOND).status == RunStatus.QUEUED
