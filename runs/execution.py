@@ -39,6 +39,7 @@ from jobs.services import overlap_rules
 from .context import JobContext, JobFailed
 from .dispatch import MAINTENANCE_REFUSAL
 from .locks import MAINTENANCE, PAUSED, LockKeeper, acquire_slot
+from .metrics import count_lock_wait, release_and_count
 from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
@@ -106,6 +107,7 @@ def execute(
         action = compute_start_action(rules)
         if run.trigger == RunTrigger.RETRY:
             action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
+        count_lock_wait(action.value)
         if action is StartAction.HOLD:
             hold_run(run)
             # The holder may have ended between our lock attempt and the hold:
@@ -132,8 +134,10 @@ def execute(
                 )
             )
         lock.take_over()
+    counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
     try:
         outcome = _call_target(run, lock)
+        counted = outcome.status
         ended_at = clock()
         finish_run(
             run,
@@ -150,7 +154,8 @@ def execute(
             ),
         )
     finally:
-        lock.release()
+        lag = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else None
+        release_and_count(lock, status=counted, lag_s=lag)
     if rules.policy in BUFFERING:
         release_next_held(run.job_id, now=clock())
     return outcome.status
