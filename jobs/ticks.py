@@ -21,6 +21,7 @@ log = logging.getLogger("takt.beat")
 def run_tick(*, now: datetime) -> float:
     """Dispatch everything due at `now`, publish it, sweep the outbox.
     Returns the seconds until the next known fire time (for the sleep)."""
+    from runs.decisions import record
     from runs.dispatch import claim_due_runs
     from runs.publish import publish_runs, sweep_unpublished
 
@@ -40,6 +41,7 @@ def run_tick(*, now: datetime) -> float:
         while True:
             claimed = claim_due_runs(now=now, limit=batch, maintenance=maintenance)
             publish_runs(claimed.to_publish, now=timezone.now())
+            record(claimed.decisions)
             if claimed.claimed or claimed.lost_races:
                 log.info(
                     "dispatched %d runs (%d skipped, %d taken by another beat)",

@@ -46,6 +46,7 @@ from jobs.scheduling import (
 from jobs.services import trigger_spec
 from jobs.triggers import compute_jitter
 
+from .decisions import Decision
 from .models import Run, RunStatus, RunTrigger
 from .overlap import activity, admit, cancel_active_runs, revoke_after_commit
 from .statements import advance_triggers
@@ -60,6 +61,7 @@ class ClaimResult:
     skipped: list[int] = field(default_factory=list)
     lost_races: int = 0
     to_publish: list[Run] = field(default_factory=list)  # the queued runs, job loaded
+    decisions: list[Decision] = field(default_factory=list)  # for the decision log (F-65)
 
     @property
     def claimed(self) -> int:
@@ -254,9 +256,15 @@ def _skipped_record(trigger: Trigger, claim: Claim, *, now: datetime) -> Run:
 
 
 def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
+    source = run.source_trigger_id
     if run.status == RunStatus.SKIPPED:
         result.skipped.append(run.pk)
+        kind = "refused" if MAINTENANCE_REFUSAL in run.message else "skipped"
+        result.decisions.append(Decision(kind, run.job_id, run.pk, source, run.message, now))
         return
+    kind = "held" if run.held else "due"
+    detail = f"{run.trigger} run for {run.scheduled_for.isoformat()}"
+    result.decisions.append(Decision(kind, run.job_id, run.pk, source, detail, now))
     result.queued.append(run.pk)
     if getattr(run, "replaces_others", False):
         revoke_after_commit(

@@ -37,6 +37,7 @@ from jobs.registry import UnknownTarget, resolve
 from jobs.services import overlap_rules
 
 from .context import JobContext, JobFailed
+from .decisions import Decision, record
 from .dispatch import MAINTENANCE_REFUSAL
 from .locks import MAINTENANCE, PAUSED, LockKeeper, acquire_slot
 from .metrics import count_lock_wait, release_and_count
@@ -81,9 +82,11 @@ def execute(
         extra = {"job_id": run.job_id, "run_id": run.pk}
         if run.status != RunStatus.QUEUED:
             log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
+            _double_start(run, f"the run was already {run.status}")
             return None
         if not start_run(run, worker=worker, now=started_at):
             log.info("run %s was taken by another delivery", run.pk, extra=extra)
+            _double_start(run, "another delivery won the compare-and-set")
             return None
     extra = {"job_id": run.job_id, "run_id": run.pk}
 
@@ -94,10 +97,12 @@ def execute(
         allowed_in_maintenance=bool(getattr(run.job, "allowed_during_maintenance", False)),
     )
     if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
+        record([Decision("held", run.job_id, run.pk, detail="the queue is paused")])
         hold_run(run)
         log.info("run %s held: the queue is paused", run.pk, extra=extra)
         return RunStatus.QUEUED
     if acquired == MAINTENANCE:  # F-29: refused, whatever triggered it
+        record([Decision("refused", run.job_id, run.pk, detail="maintenance mode")])
         finish_run(
             run, status=RunStatus.SKIPPED, now=clock(), message=f"skipped: {MAINTENANCE_REFUSAL}"
         )
@@ -108,6 +113,13 @@ def execute(
         if run.trigger == RunTrigger.RETRY:
             action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
         count_lock_wait(action.value)
+        record(
+            [
+                Decision(
+                    f"lock_{action.value}", run.job_id, run.pk, detail="the job's lock was taken"
+                )
+            ]
+        )
         if action is StartAction.HOLD:
             hold_run(run)
             # The holder may have ended between our lock attempt and the hold:
@@ -155,13 +167,19 @@ def execute(
         )
     finally:
         lag = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else None
-        release_and_count(lock, status=counted, lag_s=lag)
+        detail = f"started {run.started_at.isoformat() if run.started_at else '?'}, ended {counted}"
+        end = Decision("end", run.job_id, run.pk, detail=detail)
+        release_and_count(lock, status=counted, lag_s=lag, decision=end)
     if rules.policy in BUFFERING:
         release_next_held(run.job_id, now=clock())
     return outcome.status
 
 
 BUFFERING = (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
+
+
+def _double_start(run: Run, why: str) -> None:
+    record([Decision("double_start_prevented", run.job_id, run.pk, detail=why)])
 
 
 @dataclass

@@ -20,9 +20,12 @@ from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from .decisions import Decision, decision_fields, decision_key, log_size
+
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
-# KEYS: lock, runs hash, lag hash; ARGV: token, status, lag bucket ('' = none), lag seconds
+# KEYS: lock, runs hash, lag hash, decision stream; ARGV: token, status, lag
+# bucket ('' = none), lag seconds, stream size, then the decision's fields.
 RELEASE_AND_COUNT = """
 local released = 0
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -33,6 +36,7 @@ if ARGV[3] ~= '' then
   redis.call('hincrby', KEYS[3], ARGV[3], 1)
   redis.call('hincrbyfloat', KEYS[3], 'sum', ARGV[4])
 end
+redis.call('xadd', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', unpack(ARGV, 6))
 return released
 """
 
@@ -49,12 +53,14 @@ def lag_bucket(lag_s: float) -> str:
     return "+Inf"
 
 
-def release_and_count(lock: Any, *, status: str, lag_s: float | None) -> bool:
-    """Release `lock` (by token) and count the run's end, in one round trip."""
+def release_and_count(lock: Any, *, status: str, lag_s: float | None, decision: Decision) -> bool:
+    """Release `lock` (by token), count the run's end and add its `end`
+    entry to the decision log (F-65), in one round trip."""
     bucket = "" if lag_s is None else lag_bucket(max(lag_s, 0.0))
-    keys = (lock.key, _key("runs"), _key("lag"))
-    args = (lock.token, status, bucket, f"{max(lag_s or 0.0, 0.0):.6f}")
-    return bool(lock.client.eval(RELEASE_AND_COUNT, 3, *keys, *args))
+    keys = (lock.key, _key("runs"), _key("lag"), decision_key())
+    args = (lock.token, status, bucket, f"{max(lag_s or 0.0, 0.0):.6f}", str(log_size()))
+    flat = [part for pair in decision_fields(decision).items() for part in pair]
+    return bool(lock.client.eval(RELEASE_AND_COUNT, 4, *keys, *args, *flat))
 
 
 def count_lock_wait(outcome: str) -> None:

@@ -346,3 +346,24 @@ def test_maintenance_mode_refuses_every_start_of_jobs_not_allowed(redis_client):
 
     assert set_maintenance(False, now=T0 + 61 * SECOND)
     assert enqueue_job(plain, trigger="manual", now=T0 + 62 * SECOND).status == RunStatus.QUEUED
+
+
+def test_every_decision_is_recorded_and_queryable_by_job(redis_client):
+    from django.core.management import call_command
+
+    from jobs.ticks import run_tick
+    from runs.decisions import query
+
+    job = make_job("logged")
+    other = make_job("other")
+    make_trigger(job, created_at=T0, kind="interval", interval_seconds=60)
+    run_tick(now=T0 + 60 * SECOND)  # due
+    run_tick(now=T0 + 120 * SECOND)  # skipped: the first is still queued
+    scheduled = job.runs.get(status=RunStatus.QUEUED)
+    execute(scheduled.pk, worker="w", clock=clock(T0 + 121 * SECOND))  # end
+    execute(scheduled.pk, worker="w", clock=clock(T0 + 122 * SECOND))  # a second delivery
+    enqueue_job(other, trigger="manual", now=T0)
+
+    kinds = [entry["kind"] for entry in query(job_id=job.pk)]
+    assert kinds == ["double_start_prevented", "end", "skipped", "due"]
+    call_command("decision_log", "--job", str(job.pk), "--limit", "2")
