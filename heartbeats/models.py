@@ -1,9 +1,15 @@
-"""Heartbeats (F-60): one row per job or process, created by its first
-report and never before."""
+"""Heartbeats (F-60, F-106): one row per job or process, created by its
+first report and never before; and alerts (F-62): one row per key."""
 
 from __future__ import annotations
 
+from django.core.validators import MinValueValidator
 from django.db import models
+from django.db.models import Q
+
+from .status import HeartbeatState
+
+STATE_CHOICES = [(state.value, state.value.capitalize()) for state in HeartbeatState]
 
 
 class Heartbeat(models.Model):
@@ -17,12 +23,45 @@ class Heartbeat(models.Model):
     )
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
+    last_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the last reported (or the running) run started."
+    )
     last_status = models.CharField(max_length=16, blank=True)
     last_result = models.TextField(blank=True)
     last_run_id = models.BigIntegerField(null=True, blank=True)
     run_count = models.PositiveIntegerField(default=0)
     failure_count = models.PositiveIntegerField(default=0)
+    consecutive_failures = models.PositiveIntegerField(default=0)
     deadline_s = models.PositiveIntegerField("deadline (seconds)", null=True, blank=True)
+    grace_s = models.PositiveIntegerField(
+        "grace (seconds)",
+        null=True,
+        blank=True,
+        help_text="How long it may be late before it is down; empty: TAKT_HEARTBEAT_GRACE_SECONDS.",
+    )
+    paused = models.BooleanField(default=False, help_text="A paused heartbeat raises no alerts.")
+    alert_after_failures = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Alert (critical) only after this many failures in a row; empty: at once (warning).",
+    )
+    reminder_s = models.PositiveIntegerField(
+        "reminder (seconds)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(60)],
+        help_text="Repeat the overdue alert this often while it is down; empty: no reminders.",
+    )
+    # The state last computed (heartbeats.status), kept for change detection:
+    # alerts go out when it changes, not on every check.
+    state = models.CharField(max_length=8, choices=STATE_CHOICES, default=HeartbeatState.NEW.value)
+    last_alerted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="When the open overdue alert was raised or last reminded; empty: none open.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -31,10 +70,57 @@ class Heartbeat(models.Model):
             # Job heartbeats are keyed by their job; outside processes by name.
             models.UniqueConstraint(
                 fields=["name"],
-                condition=models.Q(job__isnull=True),
+                condition=Q(job__isnull=True),
                 name="heartbeat_unique_external_name",
             ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+
+class AlertSeverity(models.TextChoices):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+# Severities in order: notifications go out at or above a minimum (F-63).
+SEVERITY_RANK = {AlertSeverity.INFO: 0, AlertSeverity.WARNING: 1, AlertSeverity.CRITICAL: 2}
+
+
+class Alert(models.Model):
+    """One row per key (F-62): a repeat raises `count` and marks the alert
+    unseen again; a recovery sets `resolved_at`. Written only through
+    heartbeats.alerts."""
+
+    key = models.CharField(max_length=200, unique=True)
+    severity = models.CharField(max_length=8, choices=AlertSeverity.choices)
+    title = models.CharField(max_length=200)
+    message = models.TextField(blank=True)
+    count = models.PositiveIntegerField(default=1)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    seen = models.BooleanField(default=False)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    notified_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a notification about it last went out."
+    )
+
+    class Meta:
+        ordering = ["-last_seen_at", "-id"]
+        indexes = [
+            # The open alerts, newest first (the operations page).
+            models.Index(
+                fields=["-last_seen_at"],
+                condition=Q(resolved_at__isnull=True),
+                name="alert_open_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.severity}, ×{self.count})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None

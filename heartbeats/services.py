@@ -1,128 +1,298 @@
-"""Writes to heartbeats. A heartbeat that cannot be written never fails the
-run it reports (F-60)."""
+"""Writes to heartbeats, and the alerts they raise (F-60, F-62, F-106).
+
+A heartbeat that cannot be written, or an alert that cannot be raised, never
+fails the run it reports (F-60): every step after the run's end is caught and
+logged.
+"""
 
 from __future__ import annotations
 
 import logging
-from functools import cache
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from runs.models import Run, RunStatus
 
-from .models import Heartbeat
+from .alerts import raise_alert, resolve_alert
+from .models import AlertSeverity, Heartbeat
+from .statements import Reported, update_or_create_heartbeat, upsert_heartbeat
+from .status import HeartbeatState, compute_deadline_at, compute_state
 
 log = logging.getLogger("takt.heartbeats")
 
 REPORTED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
+
+# Databases that take the one-statement upsert (heartbeats.statements).
+UPSERT_VENDORS = ("postgresql", "sqlite")
+
+
+def failed_alert_key(job_id: int) -> str:
+    return f"run-failed:job:{job_id}"
+
+
+def overdue_alert_key(heartbeat_id: int) -> str:
+    return f"overdue:{heartbeat_id}"
+
+
+def grace_of(grace_s: int | None) -> int:
+    """A heartbeat's grace in seconds: its own, else TAKT_HEARTBEAT_GRACE_SECONDS."""
+    return settings.TAKT_HEARTBEAT_GRACE_SECONDS if grace_s is None else grace_s
 
 
 def record_run_heartbeat(run: Run) -> bool:
     """Fold a finished run into its job's heartbeat (created by the first
     report). Skipped and cancelled runs are not reports. Returns whether a
     heartbeat was written; never raises."""
+    return _write_run_heartbeat(run) is not None
+
+
+def _write_run_heartbeat(run: Run) -> Reported | None:
     if run.status not in REPORTED_STATUSES:
-        return False
+        return None
     failed = run.status != RunStatus.SUCCEEDED
-    values = {
-        "job_id": run.job_id,
-        "name": run.job.name,
-        "last_run_at": run.finished_at,
-        "last_status": run.status,
-        "last_result": (run.message or str(run.result or ""))[:2000],
-        "last_run_id": run.pk,
-        "deadline_s": run.job.heartbeat_deadline_s,
-        "last_success_at": None if failed else run.finished_at,
-        "failure_count": 1 if failed else 0,
-        "updated_at": timezone.now(),
-    }
     try:
+        values = {
+            "job_id": run.job_id,
+            "name": run.job.name,
+            "last_run_at": run.finished_at,
+            "last_started_at": run.started_at,
+            "last_status": run.status,
+            "last_result": (run.message or str(run.result or ""))[:2000],
+            "last_run_id": run.pk,
+            "deadline_s": run.job.heartbeat_deadline_s,
+            "last_success_at": None if failed else run.finished_at,
+            "failure_count": int(failed),
+            "consecutive_failures": int(failed),
+            "state": _state_after(run, paused=False, grace_s=None),  # a first report's
+            "paused": False,
+            "updated_at": timezone.now(),
+        }
         if connection.vendor in UPSERT_VENDORS:
-            _upsert(values)
-        else:
-            _update_or_create(values)
-        return True
+            return upsert_heartbeat(values)
+        return update_or_create_heartbeat(values)
     except Exception:
-        log.exception("writing the heartbeat of run %s failed", run.pk)
-    return False
+        log.exception(
+            "writing the heartbeat of run %s failed",
+            run.pk,
+            extra={"job_id": run.job_id, "run_id": run.pk},
+        )
+    return None
 
 
-# One statement per report where the database has INSERT … ON CONFLICT: it
-# runs after every run, and an ORM update with F() expressions cost a third
-# of a no-op run's time on the worker (benchmarks/README.md).
-UPSERT_VENDORS = ("postgresql", "sqlite")
-
-
-@cache
-def _upsert_sql(vendor: str) -> str:
-    del vendor  # cached per database vendor
-    q = connection.ops.quote_name
-    table = q(Heartbeat._meta.db_table)
-
-    def col(name: str) -> str:
-        return q(Heartbeat._meta.get_field(name).column)
-
-    names = ", ".join(col(f) for f in _UPSERT_FIELDS)
-    placeholders = ", ".join(["%s"] * len(_UPSERT_FIELDS))
-    replaced = [
-        f for f in _UPSERT_FIELDS if f not in ("job_id", "last_success_at", "failure_count")
-    ]
-    updates = [f"{col(f)} = excluded.{col(f)}" for f in replaced] + [
-        f"{col('run_count')} = {table}.{col('run_count')} + 1",
-        f"{col('failure_count')} = {table}.{col('failure_count')} + excluded.{col('failure_count')}",
-        f"{col('last_success_at')} = COALESCE(excluded.{col('last_success_at')},"
-        f" {table}.{col('last_success_at')})",
-    ]
-    return (
-        f"INSERT INTO {table} ({names}, {col('run_count')}) VALUES ({placeholders}, 1)"
-        f" ON CONFLICT ({col('job_id')}) DO UPDATE SET {', '.join(updates)}"
+def _state_after(run: Run, *, paused: bool, grace_s: int | None) -> HeartbeatState:
+    """The heartbeat's state just after `run` reported."""
+    assert run.finished_at is not None  # a reported run has ended
+    return compute_state(
+        last_run_at=run.finished_at,
+        last_started_at=run.started_at,
+        last_status=run.status,
+        deadline_s=run.job.heartbeat_deadline_s,
+        grace_s=grace_of(grace_s),
+        paused=paused,
+        running=False,
+        now=run.finished_at,
     )
 
 
-_UPSERT_FIELDS = (
-    "job_id",
+def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
+    """Receiver of runs.signals.run_finished: the heartbeat, then its alerts."""
+    reported = _write_run_heartbeat(run)
+    if reported is None:
+        return
+    try:
+        alert_on_report(run, reported)
+    except Exception:
+        log.exception(
+            "alerting on run %s failed",
+            run.pk,
+            extra={"job_id": run.job_id, "run_id": run.pk},
+        )
+
+
+def alert_on_report(run: Run, reported: Reported) -> None:
+    """After a run's heartbeat was written (F-62, F-106):
+
+    1. Store the heartbeat's new state when it changed (compare-and-set on
+       the old one: a concurrent overdue check wins, and checks again).
+    2. A failure raises "Run 'X' failed" — at once as a warning, or, with
+       `alert_after_failures` = N, from the N-th failure in a row as
+       critical. A repeat raises the count of the same alert. A paused
+       heartbeat raises nothing.
+    3. A success after any state but `up` resolves the failure alert and
+       the overdue alert (recovery notices); a success after a success
+       costs nothing more."""
+    now = run.finished_at
+    assert now is not None
+    state = _state_after(run, paused=reported.paused, grace_s=reported.grace_s)
+    recovered = run.status == RunStatus.SUCCEEDED and reported.state != HeartbeatState.UP
+    if state != reported.state:
+        changes: dict[str, Any] = {"state": state}
+        if recovered:
+            changes["last_alerted_at"] = None  # no overdue alert stays open
+        Heartbeat.objects.filter(pk=reported.id, state=reported.state).update(**changes)
+    name = run.job.name
+    if run.status != RunStatus.SUCCEEDED:
+        if reported.paused:
+            return
+        streak, threshold = reported.consecutive_failures, reported.alert_after_failures
+        if threshold is not None and streak < threshold:
+            return
+        in_a_row = f" ({streak} failures in a row)" if streak > 1 else ""
+        raise_alert(
+            failed_alert_key(run.job_id),
+            severity=AlertSeverity.WARNING if threshold is None else AlertSeverity.CRITICAL,
+            title=f"Run '{name}' failed",
+            message=f"Run #{run.pk} ended {run.status}{in_a_row}: {run.message or '-'}",
+            now=now,
+        )
+    elif recovered:
+        notice = f"Run '{name}' succeeded again (run #{run.pk})."
+        resolve_alert(failed_alert_key(run.job_id), message=notice, now=now)
+        resolve_alert(overdue_alert_key(reported.id), message=notice, now=now)
+
+
+# --- The overdue check --------------------------------------------------------
+
+_CHECKED_FIELDS = (
+    "id",
     "name",
+    "job_id",
     "last_run_at",
+    "last_started_at",
     "last_status",
-    "last_result",
-    "last_run_id",
     "deadline_s",
-    "last_success_at",
-    "failure_count",
-    "updated_at",
+    "grace_s",
+    "paused",
+    "reminder_s",
+    "state",
+    "last_alerted_at",
 )
 
 
-def _upsert(values: dict[str, Any]) -> None:
-    params = [
-        Heartbeat._meta.get_field(name).get_db_prep_save(values[name], connection)
-        for name in _UPSERT_FIELDS
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(_upsert_sql(connection.vendor), params)
+def check_overdue(*, now: datetime) -> int:
+    """Find overdue heartbeats and alert on them (F-61, F-106). Returns how
+    many heartbeats are overdue (late or down) at `now`.
 
+    One query reads every heartbeat with a deadline (or an open overdue
+    alert), with the start of its job's running run if any; the state is
+    computed from those fields and `now` (heartbeats.status). Then, per
+    heartbeat whose state or alert changes:
 
-def _update_or_create(values: dict[str, Any]) -> None:
-    """The same through the ORM, for other databases."""
-    changes = {k: v for k, v in values.items() if k not in ("job_id", "updated_at")}
-    if changes["last_success_at"] is None:
-        del changes["last_success_at"]
-    failed = changes.pop("failure_count")
-    counted = {"run_count": F("run_count") + 1, "failure_count": F("failure_count") + failed}
-    if Heartbeat.objects.filter(job_id=values["job_id"]).update(**changes, **counted):
-        return
-    try:
-        with transaction.atomic():  # the first report creates the row
-            Heartbeat.objects.create(
-                job_id=values["job_id"], **changes, run_count=1, failure_count=failed
+    1. Compare-and-set the new state and last_alerted_at on the row, filtered
+       on the state, last report and last alert just read: of two checks
+       (or a check and a report) only one acts.
+    2. Overdue with no alert open, or late turned down: raise "Run 'X'
+       overdue" (warning when late, critical when down).
+    3. Still down with an alert open for `reminder_s`: raise it again as a
+       reminder (the count goes up and a notification goes out).
+    4. Up (or paused) again with an alert open: resolve it."""
+    running_since = Subquery(
+        Run.objects.filter(job_id=OuterRef("job_id"), status=RunStatus.RUNNING)
+        .order_by("-started_at")
+        .values("started_at")[:1]
+    )
+    rows = list(
+        Heartbeat.objects.filter(Q(deadline_s__isnull=False) | Q(last_alerted_at__isnull=False))
+        .annotate(running_since=running_since)
+        .order_by()
+        .values(*_CHECKED_FIELDS, "running_since")
+    )
+    overdue = 0
+    for row in rows:
+        try:
+            overdue += _check_one(row, now=now)
+        except Exception:
+            log.exception(
+                "the overdue check of heartbeat %s failed",
+                row["id"],
+                extra={"heartbeat_id": row["id"], "job_id": row["job_id"]},
             )
-    except IntegrityError:  # another worker's first report was quicker
-        Heartbeat.objects.filter(job_id=values["job_id"]).update(**changes, **counted)
+    return overdue
 
 
-def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
-    """Receiver of runs.signals.run_finished."""
-    record_run_heartbeat(run)
+def _check_one(row: dict[str, Any], *, now: datetime) -> bool:
+    """Steps 1 to 4 of check_overdue for one heartbeat; whether it is overdue."""
+    last_run_at, started_at = row["last_run_at"], row["last_started_at"]
+    # A run is under way: the job's running run, or an outside process's
+    # start ping after its last report.
+    running = row["running_since"] is not None or (
+        started_at is not None and (last_run_at is None or started_at > last_run_at)
+    )
+    if row["running_since"] is not None:
+        started_at = max(filter(None, (started_at, row["running_since"])))
+    grace_s = grace_of(row["grace_s"])
+    facts = {"last_run_at": last_run_at, "last_started_at": started_at, "running": running}
+    state = compute_state(
+        **facts,
+        last_status=row["last_status"],
+        deadline_s=row["deadline_s"],
+        grace_s=grace_s,
+        paused=row["paused"],
+        now=now,
+    )
+    deadline_at = compute_deadline_at(**facts, deadline_s=row["deadline_s"])
+    is_overdue = not row["paused"] and deadline_at is not None and now > deadline_at
+    alerted_at = row["last_alerted_at"]
+    action = None
+    if is_overdue:
+        if alerted_at is None or (state != row["state"] and state == HeartbeatState.DOWN):
+            action, alerted_at = "raise", now
+        elif (
+            state == HeartbeatState.DOWN
+            and row["reminder_s"]
+            and now >= alerted_at + timedelta(seconds=row["reminder_s"])
+        ):
+            action, alerted_at = "remind", now
+    elif alerted_at is not None and state in (HeartbeatState.UP, HeartbeatState.PAUSED):
+        action, alerted_at = "resolve", None
+    if state == row["state"] and alerted_at == row["last_alerted_at"]:
+        return is_overdue
+    with transaction.atomic():
+        won = Heartbeat.objects.filter(
+            pk=row["id"],
+            state=row["state"],
+            last_run_at=last_run_at,
+            last_alerted_at=row["last_alerted_at"],
+        ).update(state=state, last_alerted_at=alerted_at)
+        if won and action is not None:
+            _act(action, row, state=state, deadline_at=deadline_at, grace_s=grace_s, now=now)
+    return is_overdue
+
+
+def _act(
+    action: str,
+    row: dict[str, Any],
+    *,
+    state: HeartbeatState,
+    deadline_at: datetime | None,
+    grace_s: int,
+    now: datetime,
+) -> None:
+    key, name = overdue_alert_key(row["id"]), row["name"]
+    if action == "resolve":
+        why = "is paused" if state == HeartbeatState.PAUSED else "reported again"
+        resolve_alert(key, message=f"Run '{name}' {why}.", now=now)
+        return
+    last = row["last_run_at"]
+    since = f"last run {_utc(last)}" if last else "no run yet"
+    assert deadline_at is not None
+    raise_alert(
+        key,
+        severity=AlertSeverity.CRITICAL if state == HeartbeatState.DOWN else AlertSeverity.WARNING,
+        title=f"Run '{name}' overdue",
+        message=(
+            f"Run '{name}' is {state}: {since}; deadline {row['deadline_s']} s"
+            f" (passed {_utc(deadline_at)}), grace {grace_s} s."
+        ),
+        now=now,
+        reminder=action == "remind",
+    )
+
+
+def _utc(value: datetime) -> str:
+    return f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"

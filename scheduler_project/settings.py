@@ -12,7 +12,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.validators import URLValidator, validate_email
 
 from .envconfig import env_bool, env_float, env_int, env_str
 
@@ -143,6 +144,42 @@ TAKT_OUTPUT_LIMIT_BYTES = env_int(
 TAKT_CLAIM_BATCH = env_int("TAKT_CLAIM_BATCH", 500, minimum=1, maximum=100000)
 TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
 TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")
+# F-29: maintenance mode is on while this file exists where the beat runs.
+TAKT_MAINTENANCE_LOCK_FILE = env_str("TAKT_MAINTENANCE_LOCK_FILE", "").strip()
+# F-107: with a token, /metrics needs `Authorization: Bearer <token>`.
+TAKT_METRICS_TOKEN = env_str("TAKT_METRICS_TOKEN", "").strip()
+# F-65: entries the decision log keeps (a capped Redis stream).
+TAKT_DECISION_LOG_SIZE = env_int("TAKT_DECISION_LOG_SIZE", 100_000, minimum=100, maximum=10_000_000)
+
+# Heartbeats and alerts (F-62, F-63, F-106). A heartbeat past its deadline
+# is late for this long (unless it sets its own grace), then down.
+TAKT_HEARTBEAT_GRACE_SECONDS = env_int(
+    "TAKT_HEARTBEAT_GRACE_SECONDS", 3600, minimum=0, maximum=30 * 86400
+)
+TAKT_ALERT_MIN_SEVERITY = env_str("TAKT_ALERT_MIN_SEVERITY", "warning").strip().lower()
+if TAKT_ALERT_MIN_SEVERITY not in ("info", "warning", "critical"):
+    raise ImproperlyConfigured(
+        "TAKT_ALERT_MIN_SEVERITY: expected info, warning or critical,"
+        f" got {os.environ['TAKT_ALERT_MIN_SEVERITY']!r}"
+    )
+TAKT_ALERT_EMAILS = [a.strip() for a in env_str("TAKT_ALERT_EMAILS", "").split(",") if a.strip()]
+for _address in TAKT_ALERT_EMAILS:
+    try:
+        validate_email(_address)
+    except ValidationError:
+        raise ImproperlyConfigured(
+            f"TAKT_ALERT_EMAILS: not an e-mail address: {_address!r}"
+        ) from None
+TAKT_ALERT_WEBHOOK_URL = env_str("TAKT_ALERT_WEBHOOK_URL", "").strip()
+if TAKT_ALERT_WEBHOOK_URL:
+    try:
+        URLValidator(schemes=["http", "https"])(TAKT_ALERT_WEBHOOK_URL)
+    except ValidationError:
+        raise ImproperlyConfigured(
+            f"TAKT_ALERT_WEBHOOK_URL: expected an http:// or https:// URL,"
+            f" got {TAKT_ALERT_WEBHOOK_URL!r}"
+        ) from None
+TAKT_ALERT_TIMEOUT_SECONDS = env_float("TAKT_ALERT_TIMEOUT_SECONDS", 5.0, minimum=0.1, maximum=60)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,140 @@
+"""Notifications (F-63): an alert at or above TAKT_ALERT_MIN_SEVERITY goes by
+e-mail (Django's mail settings, to TAKT_ALERT_EMAILS) and/or as a JSON POST
+to TAKT_ALERT_WEBHOOK_URL.
+
+Delivery happens after the transaction that raised the alert commits (a
+rolled-back alert is never announced), with a short timeout
+(TAKT_ALERT_TIMEOUT_SECONDS). A failed delivery is logged and never
+propagates: it must not fail the run or the check that raised the alert.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import get_connection, send_mail
+from django.db import transaction
+
+from .models import SEVERITY_RANK, Alert
+
+log = logging.getLogger("takt.heartbeats")
+
+
+class NotifyEvent(StrEnum):
+    RAISED = "raised"  # new, reopened after a recovery, or escalated
+    REMINDER = "reminder"  # still open after the heartbeat's reminder interval
+    RESOLVED = "resolved"  # the recovery notice
+
+
+def is_notified(severity: str) -> bool:
+    """Whether alerts of `severity` are at or above TAKT_ALERT_MIN_SEVERITY."""
+    return SEVERITY_RANK[severity] >= SEVERITY_RANK[settings.TAKT_ALERT_MIN_SEVERITY]
+
+
+def notify_after_commit(alert: Alert, *, event: NotifyEvent, now: datetime) -> None:
+    """Send `event` about `alert` once the current transaction commits (at
+    once outside a transaction). A recovery notice goes out under the same
+    rule as the alert it ends: its severity must reach the minimum."""
+    if not is_notified(alert.severity):
+        return
+    if not (settings.TAKT_ALERT_EMAILS or settings.TAKT_ALERT_WEBHOOK_URL):
+        return
+    payload = alert_payload(alert, event=event)  # as of now, not as of the commit
+    transaction.on_commit(partial(deliver, payload, alert_id=alert.pk, now=now), robust=True)
+
+
+def alert_payload(alert: Alert, *, event: NotifyEvent) -> dict[str, Any]:
+    """The webhook's JSON body (and the e-mail's facts)."""
+
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "event": str(event),
+        "key": alert.key,
+        "severity": alert.severity,
+        "title": alert.title,
+        "message": alert.message,
+        "count": alert.count,
+        "first_seen_at": iso(alert.first_seen_at),
+        "last_seen_at": iso(alert.last_seen_at),
+        "resolved_at": iso(alert.resolved_at),
+    }
+
+
+def deliver(payload: Mapping[str, Any], *, alert_id: int, now: datetime) -> bool:
+    """Send one notification by every configured channel. Returns whether
+    any channel took it (then the alert's notified_at is set); never raises."""
+    sent = False
+    extra = {"alert_key": payload.get("key")}
+    if settings.TAKT_ALERT_EMAILS:
+        try:
+            _send_mail(payload)
+            sent = True
+        except Exception:
+            log.exception("e-mail about alert %s failed", payload.get("key"), extra=extra)
+    if settings.TAKT_ALERT_WEBHOOK_URL:
+        try:
+            _post_webhook(settings.TAKT_ALERT_WEBHOOK_URL, payload)
+            sent = True
+        except Exception:
+            log.exception("webhook about alert %s failed", payload.get("key"), extra=extra)
+    if sent:
+        try:
+            Alert.objects.filter(pk=alert_id).update(notified_at=now)
+        except Exception:
+            log.exception("recording the notification of alert %s failed", alert_id, extra=extra)
+    return sent
+
+
+SUBJECT_PREFIX = {
+    NotifyEvent.RAISED: "",
+    NotifyEvent.REMINDER: "Reminder: ",
+    NotifyEvent.RESOLVED: "Resolved: ",
+}
+
+
+def _send_mail(payload: Mapping[str, Any]) -> None:
+    event = NotifyEvent(payload["event"])
+    subject = f"[Takt] {SUBJECT_PREFIX[event]}{payload['title']} ({payload['severity']})"
+    lines = [
+        payload["message"],
+        "",
+        f"Alert:      {payload['key']}",
+        f"Severity:   {payload['severity']}",
+        f"Count:      {payload['count']}",
+        f"First seen: {payload['first_seen_at']}",
+        f"Last seen:  {payload['last_seen_at']}",
+    ]
+    if payload["resolved_at"]:
+        lines.append(f"Resolved:   {payload['resolved_at']}")
+    # Django's EMAIL_TIMEOUT when set; else ours, so a dead mail server
+    # cannot hold a worker for long.
+    timeout = getattr(settings, "EMAIL_TIMEOUT", None) or settings.TAKT_ALERT_TIMEOUT_SECONDS
+    send_mail(
+        subject,
+        "\n".join(lines) + "\n",
+        None,  # DEFAULT_FROM_EMAIL
+        list(settings.TAKT_ALERT_EMAILS),
+        connection=get_connection(timeout=timeout),
+    )
+
+
+def _post_webhook(url: str, payload: Mapping[str, Any]) -> None:
+    """POST the payload as JSON; a non-2xx answer raises (urllib's HTTPError)."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json", "User-Agent": "Takt alerts"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=settings.TAKT_ALERT_TIMEOUT_SECONDS) as response:
+        response.read()
