@@ -4,25 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0005_trigger_calendars_windows'),
+        ("jobs", "0005_trigger_calendars_windows"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='allowed_during_maintenance',
-            field=models.BooleanField(default=False, help_text="Starts in maintenance mode too (F-29); every other job's start is refused then."),
+            model_name="job",
+            name="allowed_during_maintenance",
+            field=models.BooleanField(
+                default=False,
+                help_text="Starts in maintenance mode too (F-29); every other job's start is refused then.",
+            ),
         ),
         migrations.AddField(
-            model_name='queuestate',
-            name='maintenance',
+            model_name="queuestate",
+            name="maintenance",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='queuestate',
-            name='maintenance_note',
+            model_name="queuestate",
+            name="maintenance_note",
             field=models.TextField(blank=True),
         ),
     ]
