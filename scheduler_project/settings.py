@@ -146,6 +146,8 @@ TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
 TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")
 # F-29: maintenance mode is on while this file exists where the beat runs.
 TAKT_MAINTENANCE_LOCK_FILE = env_str("TAKT_MAINTENANCE_LOCK_FILE", "").strip()
+# F-61: with a token, heartbeat pings need `Authorization: Bearer <token>`.
+TAKT_PING_TOKEN = env_str("TAKT_PING_TOKEN", "").strip()
 # F-107: with a token, /metrics needs `Authorization: Bearer <token>`.
 TAKT_METRICS_TOKEN = env_str("TAKT_METRICS_TOKEN", "").strip()
 # F-65: entries the decision log keeps (a capped Redis stream).

@@ -1,0 +1,53 @@
+"""F-64: the operations page in the admin, and marking alerts as seen."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from heartbeats.alerts import raise_alert
+from heartbeats.models import Alert, Heartbeat
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_empty_operations_page_says_no_run_has_reported_yet(admin_client):
+    page = admin_client.get(reverse("admin:heartbeats_operations"))
+    assert page.status_code == 200
+    assert b"No run has reported yet." in page.content
+
+
+def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(admin_client):
+    now = timezone.now()
+    Heartbeat.objects.create(name="fresh", deadline_s=3600, last_run_at=now,
+                             last_success_at=now, last_status="succeeded")  # fmt: skip
+    Heartbeat.objects.create(name="stale", deadline_s=60, last_run_at=now - timedelta(hours=2),
+                             last_status="succeeded")  # fmt: skip
+    Heartbeat.objects.create(name="broken", deadline_s=3600, last_run_at=now,
+                             last_status="failed")  # fmt: skip
+    Heartbeat.objects.create(name="never", deadline_s=60)
+    alert = raise_alert("k", severity="warning", title="Run 'broken' failed", message="x", now=now)
+
+    page = admin_client.get(reverse("admin:heartbeats_operations")).content.decode()
+    for name, state in (("fresh", "OK"), ("stale", "Overdue"), ("broken", "Last run failed"),
+                        ("never", "No run has reported yet")):  # fmt: skip
+        row = page[page.index(f">{name}</a>") :].split("</tr>")[0]
+        assert f">{state}</td>" in row, (name, row)
+    assert "Run &#x27;broken&#x27; failed" in page or "Run 'broken' failed" in page
+    assert f'datetime="{timezone.localtime(now).isoformat()[:19]}' in page  # the browser converts it
+
+    admin_client.post(reverse("admin:heartbeats_alerts_seen"), {"alert": [alert.pk]})
+    assert Alert.objects.get(pk=alert.pk).seen
+
+
+def test_outside_heartbeats_can_be_added_in_the_admin(admin_client):
+    response = admin_client.post(
+        reverse("admin:heartbeats_heartbeat_add"),
+        {"name": "nightly-backup", "deadline_s": 86400, "grace_s": "", "alert_after_failures": "",
+         "reminder_s": ""},
+    )  # fmt: skip
+    assert response.status_code == 302, response.content[:2000]
+    assert Heartbeat.objects.get(name="nightly-backup").job_id is None
