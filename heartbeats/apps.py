@@ -13,3 +13,15 @@ class HeartbeatsConfig(AppConfig):
 
         # weak=False: a receiver is never collected while the app is loaded.
         run_finished.connect(on_run_finished, weak=False, dispatch_uid="takt.heartbeats.record_run")
+
+        from celery.signals import worker_ready
+
+        worker_ready.connect(_worker_ready, weak=False, dispatch_uid="takt.heartbeats.worker")
+
+
+def _worker_ready(sender: object = None, **kwargs: object) -> None:
+    """A worker reports its own heartbeat (F-61) as `worker@<its name>`."""
+    from .processes import start_worker_reporter
+
+    hostname = getattr(sender, "hostname", None) or "unknown"
+    start_worker_reporter(f"worker@{hostname}")

@@ -24,6 +24,17 @@ MIN_SLEEP_S = 0.02
 
 class TaktScheduler(Scheduler):
     _last_tick_end = float("-inf")
+    _beat_reporter: Any = None
+
+    def _reporter(self) -> Any:
+        """The beat's own heartbeat and the overdue check (F-61, F-62)."""
+        if self._beat_reporter is None:
+            import socket
+
+            from heartbeats.processes import BeatReporter
+
+            self._beat_reporter = BeatReporter(f"beat@{socket.gethostname()}")
+        return self._beat_reporter
 
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
@@ -56,7 +67,10 @@ class TaktScheduler(Scheduler):
             # which saves an idle tick a round trip.
             close_old_connections()
         try:
-            return max(MIN_SLEEP_S, min(poll, run_tick(now=timezone.now())))
+            now = timezone.now()
+            wait = run_tick(now=now)
+            self._reporter().maybe_report(now=now)
+            return max(MIN_SLEEP_S, min(poll, wait))
         except Exception:
             # A database or broker outage must not kill the beat: log, drop
             # the connection, and try again after one poll.
