@@ -14,6 +14,16 @@ class HeartbeatsConfig(AppConfig):
         # weak=False: a receiver is never collected while the app is loaded.
         run_finished.connect(on_run_finished, weak=False, dispatch_uid="takt.heartbeats.record_run")
 
+        from runs.signals import run_running_long, run_started
+
+        from .job_events import on_run_running_long
+        from .job_events import on_run_started as on_started
+
+        run_started.connect(on_started, weak=False, dispatch_uid="takt.heartbeats.started")
+        run_running_long.connect(
+            on_run_running_long, weak=False, dispatch_uid="takt.heartbeats.long"
+        )
+
         from celery.signals import worker_ready
 
         worker_ready.connect(_worker_ready, weak=False, dispatch_uid="takt.heartbeats.worker")

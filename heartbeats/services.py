@@ -100,7 +100,14 @@ def _state_after(run: Run, *, paused: bool, grace_s: int | None) -> HeartbeatSta
 
 
 def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
-    """Receiver of runs.signals.run_finished: the heartbeat, then its alerts."""
+    """Receiver of runs.signals.run_finished: the job's own notifications
+    (F-63), the heartbeat, then its alerts."""
+    try:
+        from .job_events import on_run_ended
+
+        on_run_ended(run)
+    except Exception:
+        log.exception("job notifications of run %s failed", run.pk)
     reported = _write_run_heartbeat(run)
     if reported is None:
         return

@@ -291,6 +291,7 @@ def validate_job(job: Job) -> None:
             {"params": "must be valid JSON: NaN and Infinity are not allowed"}
         ) from None
     _validate_policies(job)
+    _validate_notify(job.notify)
 
 
 def overlap_rules(job: Job) -> Any:
@@ -313,6 +314,31 @@ def retry_rules(job: Job) -> Any:
         retry_on_timeout=job.retry_on_timeout,
         non_retryable=tuple(n for n in names if n),
     )
+
+
+NOTIFY_EVENTS = ("start", "end", "failure", "long_run")
+
+
+def _validate_notify(notify: Any) -> None:
+    """F-63: {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}."""
+    if notify in (None, {}):
+        return
+    if not isinstance(notify, dict) or set(notify) - {"on", "long_run_s"}:
+        raise ValidationError(
+            {
+                "notify": 'expected {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}'
+            }
+        )
+    on = notify.get("on", [])
+    if not isinstance(on, list) or any(e not in NOTIFY_EVENTS for e in on):
+        raise ValidationError({"notify": f"'on' lists events from {', '.join(NOTIFY_EVENTS)}"})
+    seconds = notify.get("long_run_s")
+    if "long_run" in on and (
+        not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1
+    ):
+        raise ValidationError(
+            {"notify": "'long_run' needs 'long_run_s', a whole number of seconds ≥ 1"}
+        )
 
 
 def _validate_policies(job: Job) -> None:

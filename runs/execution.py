@@ -45,6 +45,7 @@ from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
 from .services import finish_run, save_output, start_run
+from .signals import run_running_long, run_started
 from .statements import load_run, start_plain_run
 from .transitions import Overlap, StartAction, compute_start_action
 
@@ -147,6 +148,8 @@ def execute(
             )
         lock.take_over()
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
+    if "start" in _notify_on(run):
+        _send(run_started, run)
     try:
         outcome = _call_target(run, lock)
         counted = outcome.status
@@ -203,10 +206,13 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
     )
     watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
+    long_run = _LongRunWatch(run) if "long_run" in _notify_on(run) else None
 
     def tick() -> None:
         if watch is not None:
             watch.check()
+        if long_run is not None:
+            long_run.check()
         save_output(run.pk, ctx.output())
 
     keeper = LockKeeper(lock, on_tick=tick)
@@ -242,6 +248,37 @@ def _type_names(exc: BaseException) -> tuple[str, ...]:
         for cls in type(exc).__mro__
         if cls not in (BaseException, object)
     )
+
+
+def _notify_on(run: Run) -> list[str]:
+    notify = getattr(run.job, "notify", None) or {}
+    on = notify.get("on", []) if isinstance(notify, dict) else []
+    return [str(event) for event in on] if isinstance(on, list) else []
+
+
+def _send(signal: Any, run: Run, **kwargs: Any) -> None:
+    try:
+        signal.send(sender=Run, run=run, **kwargs)
+    except Exception:
+        log.exception("a receiver of %s failed for run %s", signal, run.pk)
+
+
+class _LongRunWatch:
+    """F-62/F-63: tell once when a run passes its job's long_run_s."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.started = time.monotonic()
+        self.told = False
+        notify = getattr(run.job, "notify", None) or {}
+        self.limit = float(notify.get("long_run_s") or 0) if isinstance(notify, dict) else 0.0
+
+    def check(self) -> None:
+        elapsed = time.monotonic() - self.started
+        if self.told or not self.limit or elapsed < self.limit:
+            return
+        self.told = True
+        _send(run_running_long, self.run, seconds=elapsed)
 
 
 class _TimeoutWatch:

@@ -8,3 +8,10 @@ from django.dispatch import Signal
 
 # Sent after a run reached a final status; kwargs: run (a Run instance).
 run_finished = Signal()
+
+# Sent after a run started, for jobs that ask to be told (Job.notify "start").
+run_started = Signal()
+
+# Sent once when a run passes its job's long-run threshold (Job.notify
+# "long_run" with "long_run_s"); kwargs: run, seconds.
+run_running_long = Signal()

@@ -43,6 +43,7 @@ JOB_FIELDS = (
     "consecutive_failures",
     "runs_done",
     "allowed_during_maintenance",
+    "notify",
 )
 RUN_FIELDS = (
     "status",

@@ -1,0 +1,104 @@
+"""Per-job notifications (F-63) and the long-run alert (F-62).
+
+A job asks to be told with Job.notify = {"on": ["start", "end", "failure",
+"long_run"], "long_run_s": 600}. Each event goes by the alert channels
+(TAKT_ALERT_EMAILS, TAKT_ALERT_WEBHOOK_URL) as a JSON body such as
+{"event": "run_failure", "job": "...", "job_id": 7, "run_id": 42, ...},
+whatever TAKT_ALERT_MIN_SEVERITY says: the job opted in. A run that passes
+long_run_s also raises the alert "Run 'X' running long" (warning), resolved
+when the run ends. Delivery never fails a run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+
+from runs.models import Run, RunStatus
+
+from .alerts import raise_alert, resolve_alert
+from .models import AlertSeverity
+
+log = logging.getLogger("takt.heartbeats")
+
+
+def long_run_key(run_id: int) -> str:
+    return f"long-run:{run_id}"
+
+
+def notify_on(run: Run) -> list[str]:
+    notify = getattr(run.job, "notify", None) or {}
+    on = notify.get("on", []) if isinstance(notify, dict) else []
+    return [str(e) for e in on] if isinstance(on, list) else []
+
+
+def send_job_event(run: Run, event: str, message: str) -> None:
+    """Deliver one job event by the configured channels, after commit."""
+    if not (settings.TAKT_ALERT_EMAILS or settings.TAKT_ALERT_WEBHOOK_URL):
+        return
+    payload: dict[str, Any] = {
+        "event": f"run_{event}",
+        "job": run.job.name,
+        "job_id": run.job_id,
+        "run_id": run.pk,
+        "status": run.status,
+        "message": message,
+        "at": timezone.now().isoformat(),
+    }
+    transaction.on_commit(lambda: _deliver(payload), robust=True)
+
+
+def _deliver(payload: dict[str, Any]) -> None:
+    from .notify import _post_webhook
+
+    if settings.TAKT_ALERT_EMAILS:
+        try:
+            subject = f"[Takt] {payload['job']}: run {payload['event'][4:]}"
+            body = f"{payload['message']}\n\njob #{payload['job_id']}, run #{payload['run_id']}"
+            send_mail(subject, body, None, settings.TAKT_ALERT_EMAILS)
+        except Exception:
+            log.exception("e-mail about job event %s failed", payload["event"])
+    if settings.TAKT_ALERT_WEBHOOK_URL:
+        try:
+            _post_webhook(settings.TAKT_ALERT_WEBHOOK_URL, payload)
+        except Exception:
+            log.exception("webhook about job event %s failed", payload["event"])
+
+
+def on_run_started(sender: Any, run: Run, **kwargs: Any) -> None:
+    if "start" in notify_on(run):
+        send_job_event(run, "start", f"Run #{run.pk} of '{run.job.name}' started.")
+
+
+def on_run_running_long(sender: Any, run: Run, seconds: float, **kwargs: Any) -> None:
+    now = timezone.now()
+    raise_alert(
+        long_run_key(run.pk),
+        severity=AlertSeverity.WARNING,
+        title=f"Run '{run.job.name}' running long",
+        message=f"Run #{run.pk} has been running for {seconds:.0f} s",
+        now=now,
+    )
+    send_job_event(run, "long_run", f"Run #{run.pk} has been running for {seconds:.0f} s.")
+
+
+def on_run_ended(run: Run) -> None:
+    """From the run_finished receiver: end/failure events, and the end of a
+    long-run alert."""
+    on = notify_on(run)
+    if "long_run" in on:
+        resolve_alert(
+            long_run_key(run.pk), message=f"Run #{run.pk} ended {run.status}.", now=timezone.now()
+        )
+    failed = run.status in (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
+    if "end" in on:
+        send_job_event(run, "end", f"Run #{run.pk} of '{run.job.name}' ended {run.status}.")
+    if failed and "failure" in on:
+        send_job_event(
+            run, "failure", f"Run #{run.pk} of '{run.job.name}' ended {run.status}: {run.message}"
+        )
