@@ -24,6 +24,12 @@ class HeartbeatsConfig(AppConfig):
             on_run_running_long, weak=False, dispatch_uid="takt.heartbeats.long"
         )
 
+        from runs.maintenance import maintenance_finished
+
+        maintenance_finished.connect(
+            _maintenance_findings, weak=False, dispatch_uid="takt.heartbeats.maintenance"
+        )
+
         from celery.signals import worker_ready
 
         worker_ready.connect(_worker_ready, weak=False, dispatch_uid="takt.heartbeats.worker")
@@ -35,3 +41,20 @@ def _worker_ready(sender: object = None, **kwargs: object) -> None:
 
     hostname = getattr(sender, "hostname", None) or "unknown"
     start_worker_reporter(f"worker@{hostname}")
+
+
+def _maintenance_findings(
+    sender: object = None, report: object = None, now: object = None, **kwargs: object
+) -> None:
+    """Maintenance findings become alerts (F-62, F-71..F-73): expired runs, a
+    failed cleanup section, schema problems, too-short retry delays."""
+    from .alerts import raise_alert
+
+    for finding in getattr(report, "findings", []):
+        raise_alert(
+            finding.key,
+            severity=str(finding.severity),
+            title=finding.title,
+            message=finding.detail,
+            now=now,
+        )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from .models import Run
+from .models import AuditRecord, Run
 
 
 @admin.register(Run)
@@ -44,4 +46,18 @@ class RunAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        return False
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(admin.ModelAdmin):
+    """The audit trail of retention cleanup (F-52, F-72): read only."""
+
+    list_display = ("recorded_at", "action", "count", "first_id", "last_id", "by")
+    readonly_fields = [f.name for f in AuditRecord._meta.fields]
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False

@@ -110,6 +110,11 @@ class Run(models.Model):
                 condition=Q(status="queued", published_at__isnull=True),
                 name="run_unpublished_idx",
             ),
+            # Deleting a run (retention) finds its retries; without it PostgreSQL
+            # scans the table once per deleted row for the foreign key.
+            models.Index(
+                fields=["retry_of"], condition=Q(retry_of__isnull=False), name="run_retry_of_idx"
+            ),
             # Runs waiting for their job (buffer policies); the sweep's probe.
             models.Index(
                 fields=["job", "enqueued_at"],
@@ -124,3 +129,23 @@ class Run(models.Model):
     @property
     def task_id(self) -> str:
         return task_id_for(self.pk)
+
+
+class AuditRecord(models.Model):
+    """The audit trail of destructive maintenance (F-52, F-72): a row
+    announces what is about to be done (one batch of runs to delete) and is
+    committed before it is done. No row, no deletion."""
+
+    recorded_at = models.DateTimeField()
+    action = models.CharField(max_length=64, help_text='What is done, e.g. "delete runs".')
+    count = models.PositiveIntegerField(help_text="How many rows it concerns.")
+    first_id = models.BigIntegerField(null=True, blank=True)
+    last_id = models.BigIntegerField(null=True, blank=True)
+    detail = models.TextField(blank=True, help_text="Which rows, and why.")
+    by = models.CharField(max_length=200, help_text="Who: a user, a command or a job's run.")
+
+    class Meta:
+        ordering = ["-recorded_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action}: {self.count} at {self.recorded_at:%Y-%m-%d %H:%M:%S} by {self.by}"

@@ -144,6 +144,10 @@ TAKT_OUTPUT_LIMIT_BYTES = env_int(
 TAKT_CLAIM_BATCH = env_int("TAKT_CLAIM_BATCH", 500, minimum=1, maximum=100000)
 TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
 TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")
+# F-52, F-71: finished runs are deleted after TAKT_RETENTION_DAYS; runs queued
+# or running longer than TAKT_EXPIRE_AFTER_DAYS are failed (takt_maintenance).
+TAKT_RETENTION_DAYS = env_int("TAKT_RETENTION_DAYS", 14, minimum=1, maximum=3650)
+TAKT_EXPIRE_AFTER_DAYS = env_int("TAKT_EXPIRE_AFTER_DAYS", 7, minimum=1, maximum=3650)
 # F-29: maintenance mode is on while this file exists where the beat runs.
 TAKT_MAINTENANCE_LOCK_FILE = env_str("TAKT_MAINTENANCE_LOCK_FILE", "").strip()
 # F-61: with a token, heartbeat pings need `Authorization: Bearer <token>`.

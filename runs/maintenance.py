@@ -1,0 +1,351 @@
+"""Maintenance (F-70..F-73): `run_maintenance()`, run by `manage.py
+takt_maintenance` and by the built-in hourly job "Takt maintenance"
+(runs/takt_jobs.py).
+
+Sections, in this order (the names are those of ``--only``):
+
+- ``lost``: runs whose worker died are marked `lost`, and retried where
+  the job's retry policy says so (F-70; runs/recovery.py);
+- ``expire``: runs queued or running for longer than
+  TAKT_EXPIRE_AFTER_DAYS (7) are failed without being run (F-71; ditto);
+- ``cleanup``: finished runs past TAKT_RETENTION_DAYS (14) are deleted in
+  audited batches (F-52, F-72; runs/cleanup.py);
+- ``checks``: findings only, nothing changes (F-73).
+
+Each section runs on its own: one that raises is reported ("Cleanup 'runs'
+failed: …", a warning finding) and the next one runs. Other apps add sections with `register_section` and raise
+alerts from the findings in a `maintenance_finished` receiver (heartbeats →
+runs: this module never imports them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from django.db import connection
+from django.db.models import F, Max
+from django.dispatch import Signal
+
+from jobs.models import Job
+
+from . import cleanup, recovery
+from .models import Run
+
+log = logging.getLogger("takt.maintenance")
+
+# Sent after a pass that was not a dry run; kwargs: report (a Report), now.
+# Receivers must not raise (a failing one is logged and ignored).
+maintenance_finished = Signal()
+
+
+class Severity(StrEnum):
+    """The alert severities (F-62)."""
+
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something to raise an alert for: `key` is the alert's key (one alert
+    per key, F-62), `title` its stable text, `detail` what was seen this
+    time."""
+
+    severity: Severity
+    key: str
+    title: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.title}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass
+class SectionResult:
+    """What one section did: `counts` are kept up to date as it goes, so a
+    section that fails half-way still says what it changed."""
+
+    name: str
+    label: str
+    describe: Callable[[SectionResult], str]
+    dry_run: bool = False
+    counts: Counter[str] = field(default_factory=Counter)
+    findings: list[Finding] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def failure(self) -> Finding | None:
+        if not self.error:
+            return None
+        return Finding(
+            Severity.WARNING, f"maintenance:failed:{self.name}", f"{self.label} failed", self.error
+        )
+
+    def line(self) -> str:
+        done = self.describe(self)
+        if self.error:
+            return f"{self.label} failed: {self.error}; before that: {done}"
+        return f"{self.label}: {done}"
+
+
+@dataclass
+class Report:
+    now: datetime
+    dry_run: bool = False
+    sections: list[SectionResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(s.error for s in self.sections)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding, the sections' failures included, in section order."""
+        found: list[Finding] = []
+        for section in self.sections:
+            found += section.findings
+            if section.failure is not None:
+                found.append(section.failure)
+        return found
+
+    def lines(self) -> list[str]:
+        """One line per section, each followed by its findings (indented)."""
+        out: list[str] = []
+        for section in self.sections:
+            out.append(section.line())
+            out += [f"  {finding}" for finding in section.findings]
+        return out
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        return {s.name: {k: n for k, n in s.counts.items() if n} for s in self.sections}
+
+
+@dataclass(frozen=True)
+class Pass:
+    """The arguments every section receives."""
+
+    now: datetime
+    batch: int
+    dry_run: bool
+    by: str
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    label: str
+    run: Callable[[SectionResult, Pass], None]
+    describe: Callable[[SectionResult], str]
+
+
+SECTIONS: dict[str, Section] = {}
+
+
+def register_section(
+    name: str,
+    label: str,
+    run: Callable[[SectionResult, Pass], None],
+    describe: Callable[[SectionResult], str],
+) -> None:
+    """Add (or replace) a section; sections run in the order registered.
+    `run` fills the SectionResult (counts, findings) and may raise."""
+    SECTIONS[name] = Section(name, label, run, describe)
+
+
+def run_maintenance(
+    *,
+    now: datetime,
+    batch: int = 1000,
+    only: list[str] | None = None,
+    dry_run: bool = False,
+    by: str = "takt maintenance",
+) -> Report:
+    """Run the sections (all, or those named in `only`, in their own order)
+    at `now` (aware). `batch`: rows per statement in loops that go through
+    many runs. `dry_run`: count what would change, change nothing, send no
+    signal. `by` goes into the audit rows. Raises ValueError for an unknown
+    section name; a failing section never raises, see Report.failed."""
+    unknown = sorted(set(only or []) - set(SECTIONS))
+    if unknown:
+        raise ValueError(
+            f"unknown maintenance section(s) {', '.join(unknown)} (known: {', '.join(SECTIONS)})"
+        )
+    args = Pass(now=now, batch=max(int(batch), 1), dry_run=dry_run, by=by)
+    report = Report(now=now, dry_run=dry_run)
+    for section in SECTIONS.values():
+        if only and section.name not in only:
+            continue
+        result = SectionResult(section.name, section.label, section.describe, dry_run=dry_run)
+        report.sections.append(result)
+        try:
+            # No transaction around a section: what it did before failing
+            # (a deleted batch, a run marked lost) stays done, and its
+            # counts say so. Its writes bring their own transactions.
+            section.run(result, args)
+        except Exception as exc:
+            result.error = str(exc) or type(exc).__name__
+            log.exception("maintenance section %s failed", section.name)
+    if not dry_run:
+        for receiver, response in maintenance_finished.send_robust(
+            sender=Report, report=report, now=now
+        ):
+            if isinstance(response, Exception):
+                log.error("maintenance_finished receiver %r failed: %r", receiver, response)
+    return report
+
+
+# --- lost and expired runs (F-70, F-71; runs/recovery.py) -------------------
+
+
+def _lost(result: SectionResult, args: Pass) -> None:
+    recovery.recover_lost_runs(result.counts, now=args.now, batch=args.batch, dry_run=args.dry_run)
+
+
+def _describe_lost(result: SectionResult) -> str:
+    c = result.counts
+    verb = "would mark" if result.dry_run else "marked"
+    text = f"{verb} {_count(c['lost'], 'run')} lost"
+    if c["retried"]:
+        text += f" ({c['retried']} retried)"
+    if c["locked"]:
+        text += (
+            f"; {_count(c['locked'], 'run')} running for longer than the lock TTL left alone"
+            " (their job's lock is held)"
+        )
+    return text
+
+
+def _expire(result: SectionResult, args: Pass) -> None:
+    """Adds the warning "Runs expired after N days" when it failed any."""
+    expired: list[int] = []
+    try:
+        recovery.expire_stale_runs(expired, now=args.now, batch=args.batch, dry_run=args.dry_run)
+    finally:
+        result.counts["expired"] += len(expired)
+    if expired and not args.dry_run:
+        shown = ", ".join(f"#{pk}" for pk in expired[:10]) + (", …" if len(expired) > 10 else "")
+        result.findings.append(
+            Finding(
+                Severity.WARNING,
+                "maintenance:runs-expired",
+                f"Runs expired after {recovery.expire_after_days()} days",
+                f"{_count(len(expired), 'run')} queued or running too long marked failed: {shown}",
+            )
+        )
+
+
+def _describe_expire(result: SectionResult) -> str:
+    verb = "would mark" if result.dry_run else "marked"
+    return (
+        f"{verb} {_count(result.counts['expired'], 'run')} failed"
+        f" (queued or running for more than {recovery.expire_after_days()} days)"
+    )
+
+
+# --- retention cleanup (F-52, F-72) ----------------------------------------
+
+
+def _cleanup(result: SectionResult, args: Pass) -> None:
+    if args.dry_run:
+        result.counts["deleted"] += cleanup.count_expired_runs(now=args.now)
+        return
+    done = cleanup.Deleted()
+    try:
+        cleanup.delete_expired_runs(done, now=args.now, batch=args.batch, by=args.by)
+    finally:
+        result.counts["deleted"] += done.runs
+        result.counts["batches"] += done.batches
+
+
+def _describe_cleanup(result: SectionResult) -> str:
+    n = result.counts["deleted"]
+    days = cleanup.retention_days()
+    if result.dry_run:
+        return f"would delete {_count(n, 'finished run')} older than {days} days"
+    batches = result.counts["batches"]
+    return (
+        f"deleted {_count(n, 'finished run')} older than {days} days"
+        f" in {_count(batches, 'batch', 'batches')} ({_count(batches, 'audit row')})"
+    )
+
+
+# --- checks (F-73) ----------------------------------------------------------
+
+
+def _checks(result: SectionResult, args: Pass) -> None:
+    """Report only: tables of installed models missing from the database
+    (critical), and jobs that retry whose first retry delay is shorter than
+    their longest recorded run (warning: the retry of a lost run may start
+    while the lost one was still going, had it been alive)."""
+    missing = missing_tables()
+    for table in missing:
+        result.findings.append(
+            Finding(
+                Severity.CRITICAL,
+                f"maintenance:schema:{table}",
+                f"Schema problem: table {table} is missing",
+            )
+        )
+    if {Job._meta.db_table, Run._meta.db_table} & set(missing):
+        return
+    slow = (
+        Job.objects.filter(max_retries__gt=0)
+        .annotate(longest_s=Max("runs__duration_s"))
+        .filter(longest_s__gt=F("retry_backoff_s"))
+        .order_by("pk")
+    )
+    for job in slow:
+        result.findings.append(
+            Finding(
+                Severity.WARNING,
+                f"maintenance:retry-delay:job:{job.pk}",
+                f"Retry delay shorter than the longest run: job '{job.name}' (#{job.pk})",
+                f"first retry after {job.retry_backoff_s} s;"
+                f" longest recorded run {job.longest_s:g} s",
+            )
+        )
+
+
+def missing_tables() -> list[str]:
+    """The tables of the installed, managed models (many-to-many tables
+    included) that the database does not have."""
+    introspection = connection.introspection
+    expected = introspection.django_table_names(only_existing=False, include_views=False)
+    return sorted(set(expected) - set(introspection.table_names()))
+
+
+def _describe_checks(result: SectionResult) -> str:
+    if not result.findings:
+        return "all checks passed"
+    by_severity = {s: sum(f.severity == s for f in result.findings) for s in Severity}
+    return ", ".join(f"{n} {s}" for s, n in by_severity.items() if n)
+
+
+def _count(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def section_names() -> list[str]:
+    return list(SECTIONS)
+
+
+register_section("lost", "Recover lost runs", _lost, _describe_lost)
+register_section("expire", "Expire runs", _expire, _describe_expire)
+register_section("cleanup", "Cleanup 'runs'", _cleanup, _describe_cleanup)
+register_section("checks", "Checks", _checks, _describe_checks)
+
+__all__ = [
+    "Finding",
+    "Report",
+    "SectionResult",
+    "Severity",
+    "maintenance_finished",
+    "register_section",
+    "run_maintenance",
+]

@@ -1,0 +1,25 @@
+"""The built-in job "Takt maintenance" (created enabled, hourly at minute 7
+UTC, by jobs/migrations/0007_builtin_maintenance_job.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.registry import takt_job
+
+
+@takt_job("takt.maintenance")
+def maintenance(job: Any) -> dict[str, Any]:
+    """F-70..F-73: one maintenance pass (runs.maintenance). Logs a line per
+    section and its findings; fails the run when a section failed."""
+    from django.utils import timezone
+
+    from .maintenance import run_maintenance
+
+    report = run_maintenance(now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})")
+    for line in report.lines():
+        job.log(line)
+    failed = [s.failure for s in report.sections if s.failure is not None]
+    if failed:
+        job.fail("; ".join(f"{f.title}: {f.detail}" for f in failed))
+    return report.counts()
