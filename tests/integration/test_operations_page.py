@@ -37,7 +37,9 @@ def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(ad
         row = page[page.index(f">{name}</a>") :].split("</tr>")[0]
         assert f">{state}</td>" in row, (name, row)
     assert "Run &#x27;broken&#x27; failed" in page or "Run 'broken' failed" in page
-    assert f'datetime="{timezone.localtime(now).isoformat()[:19]}' in page  # the browser converts it
+    assert (
+        f'datetime="{timezone.localtime(now).isoformat()[:19]}' in page
+    )  # the browser converts it
 
     admin_client.post(reverse("admin:heartbeats_alerts_seen"), {"alert": [alert.pk]})
     assert Alert.objects.get(pk=alert.pk).seen
