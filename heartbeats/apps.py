@@ -30,6 +30,10 @@ class HeartbeatsConfig(AppConfig):
             _maintenance_findings, weak=False, dispatch_uid="takt.heartbeats.maintenance"
         )
 
+        from runs.signals import catchup_capped
+
+        catchup_capped.connect(_catchup_capped, weak=False, dispatch_uid="takt.heartbeats.capped")
+
         from celery.signals import worker_ready
 
         worker_ready.connect(_worker_ready, weak=False, dispatch_uid="takt.heartbeats.worker")
@@ -58,3 +62,28 @@ def _maintenance_findings(
             message=finding.detail,
             now=now,
         )
+
+
+def _catchup_capped(
+    sender: object = None,
+    job_id: int = 0,
+    job_name: str = "",
+    skipped: int = 0,
+    now: object = None,
+    **kwargs: object,
+) -> None:
+    """F-62: a run_all catch-up that had to leave missed fire times out."""
+    from .alerts import raise_alert
+
+    try:
+        raise_alert(
+            f"catchup-capped:job:{job_id}",
+            severity="warning",
+            title=f"Catch-up of '{job_name}' capped",
+            message=f"{skipped} missed fire time(s) were not caught up (catch-up limit or window)",
+            now=now,
+        )
+    except Exception:
+        import logging
+
+        logging.getLogger("takt.heartbeats").exception("the capped catch-up alert failed")

@@ -24,6 +24,7 @@ def run_tick(*, now: datetime) -> float:
     from runs.decisions import record
     from runs.dispatch import claim_due_runs
     from runs.publish import publish_runs, sweep_unpublished
+    from runs.signals import catchup_capped
 
     # One statement first: the next fire time from the partial index and the
     # queue switch. An idle tick takes no lock and opens no transaction (on
@@ -42,6 +43,10 @@ def run_tick(*, now: datetime) -> float:
             claimed = claim_due_runs(now=now, limit=batch, maintenance=maintenance)
             publish_runs(claimed.to_publish, now=timezone.now())
             record(claimed.decisions)
+            for job_id, name, skipped in claimed.capped:
+                catchup_capped.send(
+                    sender=None, job_id=job_id, job_name=name, skipped=skipped, now=now
+                )
             if claimed.claimed or claimed.lost_races:
                 log.info(
                     "dispatched %d runs (%d skipped, %d taken by another beat)",

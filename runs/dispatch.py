@@ -62,6 +62,7 @@ class ClaimResult:
     lost_races: int = 0
     to_publish: list[Run] = field(default_factory=list)  # the queued runs, job loaded
     decisions: list[Decision] = field(default_factory=list)  # for the decision log (F-65)
+    capped: list[tuple[int, str, int]] = field(default_factory=list)  # (job id, name, skipped)
 
     @property
     def claimed(self) -> int:
@@ -182,6 +183,8 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
         catchups = [r for r in runs if r.trigger == RunTrigger.CATCHUP]
         if catchups:  # the latest catch-up run stands for the fire times passed over
             catchups[-1].missed_count += claim.skipped_times
+            if trigger.job.missed_run_policy == MissedRunPolicy.RUN_ALL:
+                catchups[-1].capped = claim.skipped_times  # type: ignore[attr-defined]
         else:
             runs.insert(0, _skipped_record(trigger, claim, now=now))
     return runs
@@ -265,6 +268,11 @@ def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
     kind = "held" if run.held else "due"
     detail = f"{run.trigger} run for {run.scheduled_for.isoformat()}"
     result.decisions.append(Decision(kind, run.job_id, run.pk, source, detail, now))
+    capped = getattr(run, "capped", 0)
+    if capped:
+        detail = f"{capped} missed fire time(s) not caught up (catch-up limit or window)"
+        result.decisions.append(Decision("catchup_capped", run.job_id, run.pk, source, detail, now))
+        result.capped.append((run.job_id, run.job.name, capped))
     result.queued.append(run.pk)
     if getattr(run, "replaces_others", False):
         revoke_after_commit(

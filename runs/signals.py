@@ -15,3 +15,7 @@ run_started = Signal()
 # Sent once when a run passes its job's long-run threshold (Job.notify
 # "long_run" with "long_run_s"); kwargs: run, seconds.
 run_running_long = Signal()
+
+# Sent by the beat after a claim whose run_all catch-up left missed fire
+# times out (its limit or window); kwargs: job_id, job_name, skipped, now.
+catchup_capped = Signal()

@@ -367,3 +367,14 @@ def test_every_decision_is_recorded_and_queryable_by_job(redis_client):
     kinds = [entry["kind"] for entry in query(job_id=job.pk)]
     assert kinds == ["double_start_prevented", "end", "skipped", "due"]
     call_command("decision_log", "--job", str(job.pk), "--limit", "2")
+
+
+def test_a_capped_catch_up_raises_an_alert(redis_client):
+    from heartbeats.models import Alert
+    from jobs.ticks import run_tick
+
+    job = make_job("capped", missed_run_policy="run_all", catchup_max_runs=2)
+    make_trigger(job, created_at=T0 - 60 * SECOND, kind="interval", interval_seconds=3600)
+    run_tick(now=T0 + 4 * HOUR)  # 4 missed fire times, 2 may run (plus the on-time one)
+    alert = Alert.objects.get(key=f"catchup-capped:job:{job.pk}")
+    assert alert.title == "Catch-up of 'capped' capped" and alert.severity == "warning"
