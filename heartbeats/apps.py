@@ -40,11 +40,11 @@ class HeartbeatsConfig(AppConfig):
 
 
 def _worker_ready(sender: object = None, **kwargs: object) -> None:
-    """A worker reports its own heartbeat (F-61) as `worker@<its name>`."""
+    """A worker reports its own heartbeat (F-61) as `worker:<its name>`."""
     from .processes import start_worker_reporter
 
     hostname = getattr(sender, "hostname", None) or "unknown"
-    start_worker_reporter(f"worker@{hostname}")
+    start_worker_reporter(f"worker:{hostname}")
 
 
 def _maintenance_findings(

@@ -1,6 +1,7 @@
-"""Heartbeats of Takt's own processes (F-61): every beat and every worker
-reports under `beat@<host>` / `worker@<host>` (an outside heartbeat with a
-deadline of PROCESS_DEADLINE_S), so the operations page and the overdue
+"""Heartbeats of Takt's own processes (F-61): every beat reports under
+`beat@<host>` and every worker under `worker:<worker name>` (e.g.
+`worker:celery@host`), as outside heartbeats with a deadline of
+PROCESS_DEADLINE_S, so the operations page and the overdue
 check show a process that stopped like any job that went missing.
 
 The beat reports from its tick and runs the overdue check there too (both

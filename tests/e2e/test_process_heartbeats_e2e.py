@@ -15,7 +15,7 @@ def test_worker_and_beat_report_their_own_heartbeats(worker, beat):
     beat()
     wait_until(
         lambda: (
-            Heartbeat.objects.filter(name__startswith="worker@e2e-").exists()
+            Heartbeat.objects.filter(name__startswith="worker:e2e-").exists()
             and Heartbeat.objects.filter(name__startswith="beat@").exists()
         ),
         20,
