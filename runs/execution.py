@@ -96,6 +96,7 @@ def execute(
         run.job_id,
         slots=rules.max_instances,
         allowed_in_maintenance=bool(getattr(run.job, "allowed_during_maintenance", False)),
+        run_id=run.pk,
     )
     if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
         record([Decision("held", run.job_id, run.pk, detail="the queue is paused")])

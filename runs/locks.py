@@ -106,12 +106,32 @@ class JobLock:
         return value.decode() if isinstance(value, bytes) else value
 
 
-def job_lock(job_id: int, *, ttl_s: float | None = None, slot: int = 0) -> JobLock:
+def job_lock(
+    job_id: int, *, ttl_s: float | None = None, slot: int = 0, run_id: int | None = None
+) -> JobLock:
     """Slot 0 is the job's lock; a job that allows N parallel runs (overlap
-    policy `allow`) has slots 0 … N-1, one key each."""
+    policy `allow`) has slots 0 … N-1, one key each. A run's lock token
+    names it (`run-<id>:<random>`), so maintenance can tell whose run holds
+    a slot (runs/recovery.py)."""
     ttl = settings.TAKT_LOCK_TTL_SECONDS if ttl_s is None else ttl_s
     key = job_lock_key(job_id) if slot == 0 else f"{job_lock_key(job_id)}:{slot}"
-    return JobLock(key=key, ttl_ms=int(ttl * 1000))
+    if run_id is None:
+        return JobLock(key=key, ttl_ms=int(ttl * 1000))
+    return JobLock(key=key, ttl_ms=int(ttl * 1000), token=f"{RUN_TOKEN}{run_id}:{uuid.uuid4().hex}")
+
+
+RUN_TOKEN = "run-"
+
+
+def token_run_id(token: bytes | str | None) -> int | None:
+    """The run a lock token names, or None for another owner's token."""
+    if token is None:
+        return None
+    text = token.decode() if isinstance(token, bytes) else token
+    head, _, _ = text.partition(":")
+    if not head.startswith(RUN_TOKEN) or not head[len(RUN_TOKEN) :].isdigit():
+        return None
+    return int(head[len(RUN_TOKEN) :])
 
 
 PAUSED = "paused"
@@ -119,7 +139,11 @@ MAINTENANCE = "maintenance"
 
 
 def acquire_slot(
-    job_id: int, *, slots: int = 1, allowed_in_maintenance: bool = True
+    job_id: int,
+    *,
+    slots: int = 1,
+    allowed_in_maintenance: bool = True,
+    run_id: int | None = None,
 ) -> tuple[JobLock, bool | str]:
     """Try the job's lock slots in order; returns the lock taken and True,
     or slot 0's lock (not taken) and False when every slot is held, or
@@ -128,7 +152,7 @@ def acquire_slot(
     trip)."""
     prefix = f"{settings.TAKT_KEY_PREFIX}:queue"
     for slot in range(max(slots, 1)):
-        lock = job_lock(job_id, slot=slot)
+        lock = job_lock(job_id, slot=slot, run_id=run_id)
         got = lock.acquire_unless_paused(
             f"{prefix}:paused",
             f"{prefix}:maintenance",
@@ -140,7 +164,7 @@ def acquire_slot(
             return lock, MAINTENANCE
         if got:
             return lock, True
-    return job_lock(job_id), False
+    return job_lock(job_id, run_id=run_id), False
 
 
 class LockKeeper:

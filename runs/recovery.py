@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Q
 
-from .locks import get_redis, job_lock
+from .locks import get_redis, job_lock, token_run_id
 from .models import Run, RunStatus
 from .retries import plan_retry
 from .services import finish_run
@@ -32,22 +32,22 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
     `retried`, and `locked` for the runs left alone.
 
     The rule: a run is lost when it has been `running` for longer than the
-    lock TTL and no lock slot key of its job exists in Redis. A live worker
-    renews its slot every third of the TTL, so by then a live run's key
-    exists. Lock tokens are random, so another run's key cannot be told
-    from this run's own: while any slot of the job is held, its running
-    runs are left alone (a false "lost" would run the job twice); they are
-    recovered by the first pass that finds the job's slots free, or failed
-    by the expiry after TAKT_EXPIRE_AFTER_DAYS. A run replaced by a
+    lock TTL and no lock slot of its job holds its own token (a run's token
+    names it: `run-<id>:<random>`). A live worker renews its slot every
+    third of the TTL, so by then a live run's key exists. A slot held under
+    a token that names no run (an older Takt, or a hand-made lock) could be
+    anybody's: while one exists, the job's running runs are left alone (a
+    false "lost" would run the job twice) and recovered by a later pass, or
+    failed by the expiry after TAKT_EXPIRE_AFTER_DAYS. A run replaced by a
     `cancel_other` run is not concerned: the newcomer cancels it in the
     database before it takes the lock over.
 
     1. Load the candidates (running since before now - TTL) in id order,
        `batch` at a time, with their jobs.
-    2. One pipelined round trip to Redis: how many of each job's slot keys
-       exist (slots 0 to MAX_INSTANCES - 1, so a max_instances lowered
-       since the run started hides none). Redis unreachable: the error
-       propagates and nothing more is marked.
+    2. One pipelined round trip to Redis: the tokens in each job's slot
+       keys (slots 0 to MAX_INSTANCES - 1, so a max_instances lowered since
+       the run started hides none). Redis unreachable: the error propagates
+       and nothing more is marked.
     3. Each lost run: running → lost by compare-and-set in finish_run, with
        the retry run, in one transaction. A run that ended in the meantime
        loses the compare-and-set and stays as it ended."""
@@ -59,9 +59,10 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
         if not runs:
             return
         last_pk = runs[-1].pk
-        locked = _jobs_with_a_lock(sorted({run.job_id for run in runs}))
+        holders = _lock_holders(sorted({run.job_id for run in runs}))
         for run in runs:
-            if run.job_id in locked:
+            live, unknown = holders.get(run.job_id, (set(), False))
+            if run.pk in live or unknown:
                 counts["locked"] += 1
             elif dry_run:
                 counts["lost"] += 1
@@ -69,11 +70,18 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
                 _mark_lost(run, counts, now=now)
 
 
-def _jobs_with_a_lock(job_ids: list[int]) -> set[int]:
+def _lock_holders(job_ids: list[int]) -> dict[int, tuple[set[int], bool]]:
+    """job id -> (the runs whose tokens hold one of its slots, whether a
+    slot is held under a token that names no run)."""
     pipe = get_redis().pipeline(transaction=False)
     for job_id in job_ids:
-        pipe.exists(*(job_lock(job_id, slot=slot).key for slot in range(MAX_INSTANCES)))
-    return {job_id for job_id, n in zip(job_ids, pipe.execute(), strict=True) if n}
+        pipe.mget([job_lock(job_id, slot=slot).key for slot in range(MAX_INSTANCES)])
+    holders: dict[int, tuple[set[int], bool]] = {}
+    for job_id, tokens in zip(job_ids, pipe.execute(), strict=True):
+        held = [t for t in tokens if t is not None]
+        runs = {r for r in (token_run_id(t) for t in held) if r is not None}
+        holders[job_id] = (runs, len(runs) < len(held))
+    return holders
 
 
 def _mark_lost(run: Run, counts: Counter[str], *, now: datetime) -> None:

@@ -116,3 +116,11 @@ def test_job_lock_uses_milliseconds(ttl_s, redis_client):
     lock.acquire()
     assert 0 < redis_client.pttl(job_lock_key(7)) <= ttl_s * 1000
     lock.release()
+
+
+def test_a_runs_lock_token_names_the_run():
+    from runs.locks import job_lock, token_run_id
+
+    assert token_run_id(job_lock(7, run_id=42).token) == 42
+    assert token_run_id(job_lock(7).token) is None
+    assert token_run_id(b"run-x:abc") is None and token_run_id(None) is None

@@ -544,3 +544,15 @@ def test_maintenance_findings_become_alerts(redis_client):
         alerts["Runs expired after 7 days"].severity,
         alerts["Runs expired after 7 days"].count,
     ) == ("warning", 1)
+
+
+def test_a_dead_run_is_lost_even_while_another_run_of_the_job_holds_a_slot(redis_client):
+    parallel = make_job("parallel", overlap_policy="allow", max_instances=2)
+    alive = running_run(parallel, started_at=NOW - DAY)
+    dead = running_run(parallel, started_at=NOW - DAY)
+    assert job_lock(parallel.pk, slot=0, run_id=alive.pk).acquire()  # its token names it
+
+    run_maintenance(now=NOW, only=["lost"])
+
+    assert Run.objects.get(pk=alive.pk).status == RunStatus.RUNNING
+    assert Run.objects.get(pk=dead.pk).status == RunStatus.LOST
