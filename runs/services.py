@@ -20,7 +20,7 @@ from jobs.queue import lock_file_present
 from jobs.services import on_run_finished, on_run_started
 
 from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
-from .overlap import activity, admit, cancel_active_runs, revoke_after_commit
+from .overlap import admit, cancel_active_runs, revoke_after_commit
 from .retries import retry_run
 from .signals import run_finished
 from .statements import cas_update, insert_run, job_activity
@@ -36,21 +36,12 @@ from .transitions import (
 log = logging.getLogger("takt.runs")
 
 
-def busy_job_ids(job_ids: list[int], *, now: datetime) -> set[int]:
-    """The jobs among `job_ids` with a running or due queued run (one query)."""
-    return set(activity(job_ids, now=now))
-
-
 def default_priority(job: Job, trigger: str) -> int:
     """F-22: manual and API runs go one step ahead of the job's scheduled
     runs (0 runs first; a job at 0 keeps 0)."""
     if trigger in (RunTrigger.MANUAL, RunTrigger.API):
         return max(job.priority - 1, 0)
     return job.priority
-
-
-def skipped_message(job_id: int) -> str:
-    return f"skipped: job #{job_id} already has an active run (overlap policy 'skip')"
 
 
 def create_run(
