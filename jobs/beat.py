@@ -11,7 +11,6 @@ Takt's jobs are the schedule.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from celery.beat import Scheduler
@@ -23,7 +22,7 @@ MIN_SLEEP_S = 0.02
 
 
 class TaktScheduler(Scheduler):
-    _last_tick_end = float("-inf")
+    _connection: Any = None
     _beat_reporter: Any = None
 
     def _reporter(self) -> Any:
@@ -53,29 +52,27 @@ class TaktScheduler(Scheduler):
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         """One pass; returns the seconds to sleep before the next one."""
-        from django.db import close_old_connections, connection
+        from django.db import connection
         from django.utils import timezone
+
+        from scheduler_project.connections import ConnectionReuse
 
         from .ticks import run_tick
 
         poll = float(settings.TAKT_POLL_SECONDS)
-        started = time.monotonic()
-        aged = connection.close_at is not None and started >= connection.close_at
-        if started - self._last_tick_end > poll + 1 or connection.errors_occurred or aged:
-            # Checked (CONN_HEALTH_CHECKS), renewed (CONN_MAX_AGE) or dropped
-            # after an error; a connection used a poll ago is used as it is,
-            # which saves an idle tick a round trip.
-            close_old_connections()
-        try:
-            now = timezone.now()
-            wait = run_tick(now=now)
-            self._reporter().maybe_report(now=now)
-            return max(MIN_SLEEP_S, min(poll, wait))
-        except Exception:
-            # A database or broker outage must not kill the beat: log, drop
-            # the connection, and try again after one poll.
-            log.exception("beat tick failed; retrying in %.1f s", poll)
-            connection.close()
-            return poll
-        finally:
-            self._last_tick_end = time.monotonic()
+        if self._connection is None:
+            # A connection used a poll ago is used as it is: an idle tick
+            # saves the health check's round trip.
+            self._connection = ConnectionReuse(fresh_s=poll + 1)
+        with self._connection.use():
+            try:
+                now = timezone.now()
+                wait = run_tick(now=now)
+                self._reporter().maybe_report(now=now)
+                return max(MIN_SLEEP_S, min(poll, wait))
+            except Exception:
+                # A database or broker outage must not kill the beat: log, drop
+                # the connection, and try again after one poll.
+                log.exception("beat tick failed; retrying in %.1f s", poll)
+                connection.close()
+                return poll
