@@ -61,19 +61,27 @@ def _col(model: type[Any], name: str) -> str:
     return connection.ops.quote_name(model._meta.get_field(name).column)
 
 
-@cache
-def _statement(vendor: str) -> str:
-    del vendor  # one cached statement per database vendor
-    run_t, job_t, trig_t = (
-        connection.ops.quote_name(m._meta.db_table) for m in (Run, Job, Trigger)
-    )
-    waits = (
+def _anchored() -> str:
+    """Whether run r's job has interval triggers anchored on its runs
+    (params: the interval kind and the two anchors)."""
+    trig_t = connection.ops.quote_name(Trigger._meta.db_table)
+    return (
         f"EXISTS (SELECT 1 FROM {trig_t} t WHERE t.{_col(Trigger, 'job')} = r.{_col(Run, 'job')}"
         f" AND t.{_col(Trigger, 'kind')} = %s AND t.{_col(Trigger, 'interval_anchor')} IN (%s, %s))"
     )
+
+
+def _run_and_job_columns() -> str:
     columns = [f"r.{_col(Run, f)}" for f in RUN_FIELDS] + [f"j.{_col(Job, f)}" for f in JOB_FIELDS]
+    return ", ".join(columns)
+
+
+@cache
+def _statement(vendor: str) -> str:
+    del vendor  # one cached statement per database vendor
+    run_t, job_t = (connection.ops.quote_name(m._meta.db_table) for m in (Run, Job))
     return (
-        f"SELECT {', '.join(columns)}, {waits} FROM {run_t} r"
+        f"SELECT {_run_and_job_columns()}, {_anchored()} FROM {run_t} r"
         f" JOIN {job_t} j ON j.{_col(Job, 'id')} = r.{_col(Run, 'job')}"
         f" WHERE r.{_col(Run, 'id')} = %s"
     )
@@ -82,20 +90,13 @@ def _statement(vendor: str) -> str:
 @cache
 def _start_statement(vendor: str) -> str:
     del vendor  # one cached statement per database vendor
-    run_t, job_t, trig_t = (
-        connection.ops.quote_name(m._meta.db_table) for m in (Run, Job, Trigger)
-    )
-    anchored = (
-        f"EXISTS (SELECT 1 FROM {trig_t} t WHERE t.{_col(Trigger, 'job')} = r.{_col(Run, 'job')}"
-        f" AND t.{_col(Trigger, 'kind')} = %s AND t.{_col(Trigger, 'interval_anchor')} IN (%s, %s))"
-    )
-    columns = [f"r.{_col(Run, f)}" for f in RUN_FIELDS] + [f"j.{_col(Job, f)}" for f in JOB_FIELDS]
+    run_t, job_t = (connection.ops.quote_name(m._meta.db_table) for m in (Run, Job))
     return (
         f"UPDATE {run_t} r SET {_col(Run, 'status')} = %s, {_col(Run, 'started_at')} = %s,"
         f" {_col(Run, 'worker')} = %s FROM {job_t} j"
         f" WHERE r.{_col(Run, 'id')} = %s AND r.{_col(Run, 'status')} = %s"
-        f" AND j.{_col(Job, 'id')} = r.{_col(Run, 'job')} AND NOT {anchored}"
-        f" RETURNING {', '.join(columns)}"
+        f" AND j.{_col(Job, 'id')} = r.{_col(Run, 'job')} AND NOT {_anchored()}"
+        f" RETURNING {_run_and_job_columns()}"
     )
 
 
@@ -211,12 +212,11 @@ def advance_triggers(rows: list[tuple[int, Any, Any, int, Any]]) -> int:
         return int(cursor.rowcount)
 
 
-def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool, bool]:
-    """(running runs, queued runs already due, queue paused, maintenance mode
-    on) for one job: what the overlap policy and the queue switches look at,
-    in one round trip. A run queued for a later `run_at` is not counted."""
+@cache
+def _activity_statement(vendor: str) -> str:
+    del vendor  # one cached statement per database vendor
     queue_t = connection.ops.quote_name(QueueState._meta.db_table)
-    sql = (
+    return (
         f"SELECT COALESCE(SUM(CASE WHEN {_col(Run, 'status')} = %s THEN 1 ELSE 0 END), 0),"
         f" COALESCE(SUM(CASE WHEN {_col(Run, 'status')} = %s AND {_col(Run, 'scheduled_for')} <= %s"
         f" THEN 1 ELSE 0 END), 0),"
@@ -226,10 +226,18 @@ def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool, bool]:
         f" FROM {connection.ops.quote_name(Run._meta.db_table)}"
         f" WHERE {_col(Run, 'job')} = %s AND {_col(Run, 'status')} IN (%s, %s)"
     )
+
+
+def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool, bool]:
+    """(running runs, queued runs already due, queue paused, maintenance mode
+    on) for one job: what the overlap policy and the queue switches look at,
+    in one round trip. A run queued for a later `run_at` is not counted."""
     at = Run._meta.get_field("scheduled_for").get_db_prep_save(now, connection)
     running, queued = RunStatus.RUNNING, RunStatus.QUEUED
     with connection.cursor() as cursor:
-        cursor.execute(sql, [running, queued, at, job_id, running, queued])
+        cursor.execute(
+            _activity_statement(connection.vendor), [running, queued, at, job_id, running, queued]
+        )
         row = cursor.fetchone()
     return int(row[0]), int(row[1]), bool(row[2]), bool(row[3])
 
