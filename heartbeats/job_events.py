@@ -19,6 +19,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.services import notify_events
 from runs.models import Run, RunStatus
 
 from .alerts import raise_alert, resolve_alert
@@ -29,12 +30,6 @@ log = logging.getLogger("takt.heartbeats")
 
 def long_run_key(run_id: int) -> str:
     return f"long-run:{run_id}"
-
-
-def notify_on(run: Run) -> list[str]:
-    notify = getattr(run.job, "notify", None) or {}
-    on = notify.get("on", []) if isinstance(notify, dict) else []
-    return [str(e) for e in on] if isinstance(on, list) else []
 
 
 def send_job_event(run: Run, event: str, message: str) -> None:
@@ -71,7 +66,7 @@ def _deliver(payload: dict[str, Any]) -> None:
 
 
 def on_run_started(sender: Any, run: Run, **kwargs: Any) -> None:
-    if "start" in notify_on(run):
+    if "start" in notify_events(run.job):
         send_job_event(run, "start", f"Run #{run.pk} of '{run.job.name}' started.")
 
 
@@ -90,7 +85,7 @@ def on_run_running_long(sender: Any, run: Run, seconds: float, **kwargs: Any) ->
 def on_run_ended(run: Run) -> None:
     """From the run_finished receiver: end/failure events, and the end of a
     long-run alert."""
-    on = notify_on(run)
+    on = notify_events(run.job)
     if "long_run" in on:
         resolve_alert(
             long_run_key(run.pk), message=f"Run #{run.pk} ended {run.status}.", now=timezone.now()

@@ -319,6 +319,20 @@ def retry_rules(job: Job) -> Any:
 NOTIFY_EVENTS = ("start", "end", "failure", "long_run")
 
 
+def notify_events(job: Job) -> list[str]:
+    """The events the job asks to be told about (Job.notify["on"]); anything
+    malformed counts as none (the setting is validated when saved)."""
+    notify = getattr(job, "notify", None) or {}
+    on = notify.get("on", []) if isinstance(notify, dict) else []
+    return [str(event) for event in on] if isinstance(on, list) else []
+
+
+def long_run_seconds(job: Job) -> float:
+    """Job.notify["long_run_s"], or 0 when unset."""
+    notify = getattr(job, "notify", None) or {}
+    return float(notify.get("long_run_s") or 0) if isinstance(notify, dict) else 0.0
+
+
 def _validate_notify(notify: Any) -> None:
     """F-63: {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}."""
     if notify in (None, {}):

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import overlap_rules
+from jobs.services import long_run_seconds, notify_events, overlap_rules
 
 from .context import JobContext, JobFailed
 from .decisions import Decision, record
@@ -149,7 +149,7 @@ def execute(
             )
         lock.take_over()
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
-    if "start" in _notify_on(run):
+    if "start" in notify_events(run.job):
         _send(run_started, run)
     try:
         outcome = _call_target(run, lock)
@@ -207,7 +207,7 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
     )
     watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
-    long_run = _LongRunWatch(run) if "long_run" in _notify_on(run) else None
+    long_run = _LongRunWatch(run) if "long_run" in notify_events(run.job) else None
 
     def tick() -> None:
         if watch is not None:
@@ -251,12 +251,6 @@ def _type_names(exc: BaseException) -> tuple[str, ...]:
     )
 
 
-def _notify_on(run: Run) -> list[str]:
-    notify = getattr(run.job, "notify", None) or {}
-    on = notify.get("on", []) if isinstance(notify, dict) else []
-    return [str(event) for event in on] if isinstance(on, list) else []
-
-
 def _send(signal: Any, run: Run, **kwargs: Any) -> None:
     try:
         signal.send(sender=Run, run=run, **kwargs)
@@ -271,8 +265,7 @@ class _LongRunWatch:
         self.run = run
         self.started = time.monotonic()
         self.told = False
-        notify = getattr(run.job, "notify", None) or {}
-        self.limit = float(notify.get("long_run_s") or 0) if isinstance(notify, dict) else 0.0
+        self.limit = long_run_seconds(run.job)
 
     def check(self) -> None:
         elapsed = time.monotonic() - self.started
