@@ -34,15 +34,19 @@ def pause_key() -> str:
     return f"{settings.TAKT_KEY_PREFIX}:queue:paused"
 
 
-def mirror(paused: bool) -> None:
-    """Write the pause to Redis for the workers."""
+def mirror(*, paused: bool | None = None, maintenance: bool | None = None) -> None:
+    """Write the switches given to Redis for the workers (one round trip)."""
     from runs.locks import get_redis
 
-    client = get_redis()
-    if paused:
-        client.set(pause_key(), "1")
-    else:
-        client.delete(pause_key())
+    pipe = get_redis().pipeline(transaction=False)
+    for key, on in ((pause_key(), paused), (maintenance_key(), maintenance)):
+        if on is None:
+            continue
+        if on:
+            pipe.set(key, "1")
+        else:
+            pipe.delete(key)
+    pipe.execute()
 
 
 def pause_queue(*, note: str = "", by: str = "", now: datetime) -> bool:
@@ -50,7 +54,7 @@ def pause_queue(*, note: str = "", by: str = "", now: datetime) -> bool:
     n = QueueState.objects.filter(pk=queue_state().pk, paused=False).update(
         paused=True, pause_note=note, paused_by=by[:150], paused_at=now
     )
-    mirror(True)
+    mirror(paused=True)
     if n:
         log.info("queue paused by %s: %s", by or "?", note)
     return bool(n)
@@ -61,7 +65,7 @@ def resume_queue(*, now: datetime) -> bool:
     n = QueueState.objects.filter(pk=queue_state().pk, paused=True).update(
         paused=False, resumed_at=now
     )
-    mirror(False)
+    mirror(paused=False)
     if n:
         log.info("queue resumed")
     return bool(n)
@@ -96,20 +100,10 @@ def set_maintenance(on: bool, *, note: str = "", now: datetime) -> bool:
     """Switch maintenance mode; returns False when it already was so."""
     changes = {"maintenance": on, "maintenance_note": note if on else ""}
     n = QueueState.objects.filter(pk=queue_state().pk, maintenance=not on).update(**changes)
-    mirror_maintenance(on or lock_file_present())
+    mirror(maintenance=on or lock_file_present())
     if n:
         log.info("maintenance mode %s%s", "on" if on else "off", f": {note}" if note else "")
     return bool(n)
-
-
-def mirror_maintenance(on: bool) -> None:
-    from runs.locks import get_redis
-
-    client = get_redis()
-    if on:
-        client.set(maintenance_key(), "1")
-    else:
-        client.delete(maintenance_key())
 
 
 def in_maintenance() -> bool:

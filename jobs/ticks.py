@@ -4,7 +4,9 @@ read once per tick in jobs.beat)."""
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
+from functools import cache
 
 from django.conf import settings
 from django.db import connection
@@ -12,7 +14,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from .models import QueueState, Trigger
-from .queue import lock_file_present, mirror, mirror_maintenance
+from .queue import lock_file_present, mirror
 from .services import resume_due_jobs
 
 log = logging.getLogger("takt.beat")
@@ -70,7 +72,6 @@ def _resume_due_jobs(*, now: datetime) -> None:
     """Lift job pauses whose paused_until has come, every RESUME_EVERY_S
     (so an idle tick does not pay for the query each poll)."""
     global _resumed_at
-    import time
 
     if time.monotonic() - _resumed_at < RESUME_EVERY_S:
         return
@@ -78,9 +79,9 @@ def _resume_due_jobs(*, now: datetime) -> None:
     resume_due_jobs(now=now)
 
 
-def next_fire_and_pause() -> tuple[datetime | None, bool, bool]:
-    """The earliest next_run_at of an active trigger, whether the queue is
-    paused, and whether maintenance mode is switched on, in one round trip."""
+@cache
+def _probe_sql(vendor: str) -> str:
+    del vendor  # one cached statement per database vendor
     q = connection.ops.quote_name
     trig, queue = q(Trigger._meta.db_table), q(QueueState._meta.db_table)
     next_col, active_col = (q(Trigger._meta.get_field(f).column) for f in ("next_run_at", "active"))
@@ -89,13 +90,18 @@ def next_fire_and_pause() -> tuple[datetime | None, bool, bool]:
     )
     # The bare column, not `= %s`: SQLite uses a partial index only when the
     # query states its condition literally (a bound parameter makes it scan).
-    sql = (
+    return (
         f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col}),"
         f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1),"
         f" (SELECT {maint_col} FROM {queue} WHERE {pk_col} = 1)"
     )
+
+
+def next_fire_and_pause() -> tuple[datetime | None, bool, bool]:
+    """The earliest next_run_at of an active trigger, whether the queue is
+    paused, and whether maintenance mode is switched on, in one round trip."""
     with connection.cursor() as cursor:
-        cursor.execute(sql)
+        cursor.execute(_probe_sql(connection.vendor))
         raw_next, raw_paused, raw_maintenance = cursor.fetchone()
     field = Trigger._meta.get_field("next_run_at")
     expression = field.get_col(Trigger._meta.db_table)
@@ -114,13 +120,11 @@ def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
     is on (a Redis restart loses it for one poll at most), and now and then
     while both are off (a switch-off whose Redis write failed heals)."""
     global _mirrored_at
-    import time
 
     if not (paused or maintenance) and time.monotonic() - _mirrored_at < MIRROR_EVERY_S:
         return
     try:
-        mirror(paused)
-        mirror_maintenance(maintenance)
+        mirror(paused=paused, maintenance=maintenance)
         _mirrored_at = time.monotonic()
     except Exception:
         log.exception("could not write the queue switches to Redis")
