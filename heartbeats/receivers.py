@@ -1,0 +1,79 @@
+"""What heartbeats listens to (runs never imports heartbeats: runs sends
+signals, these receivers turn them into heartbeats, alerts and
+notifications). `connect_all` is called once from the app's ready();
+receivers are connected strongly, so none is ever collected."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger("takt.heartbeats")
+
+
+def worker_ready(sender: object = None, **kwargs: object) -> None:
+    """A worker reports its own heartbeat (F-61) as `worker:<its name>`."""
+    from .processes import start_worker_reporter
+
+    hostname = getattr(sender, "hostname", None) or "unknown"
+    start_worker_reporter(f"worker:{hostname}")
+
+
+def maintenance_findings(
+    sender: object = None, report: object = None, now: Any = None, **kwargs: object
+) -> None:
+    """Maintenance findings become alerts (F-62, F-71..F-73): expired runs, a
+    failed cleanup section, schema problems, too-short retry delays."""
+    from .alerts import raise_alert
+
+    for finding in getattr(report, "findings", []):
+        raise_alert(
+            finding.key,
+            severity=str(finding.severity),
+            title=finding.title,
+            message=finding.detail,
+            now=now,
+        )
+
+
+def catchup_capped(
+    sender: object = None,
+    job_id: int = 0,
+    job_name: str = "",
+    skipped: int = 0,
+    now: Any = None,
+    **kwargs: object,
+) -> None:
+    """F-62: a run_all catch-up that had to leave missed fire times out."""
+    from .alerts import raise_alert
+
+    try:
+        raise_alert(
+            f"catchup-capped:job:{job_id}",
+            severity="warning",
+            title=f"Catch-up of '{job_name}' capped",
+            message=f"{skipped} missed fire time(s) were not caught up (catch-up limit or window)",
+            now=now,
+        )
+    except Exception:
+        log.exception("the capped catch-up alert failed")
+
+
+def connect_all() -> None:
+    from celery import signals as celery_signals
+
+    from runs import signals
+    from runs.maintenance import maintenance_finished
+
+    from .job_events import on_run_running_long, on_run_started
+    from .services import on_run_finished
+
+    for signal, receiver, uid in (
+        (signals.run_finished, on_run_finished, "record_run"),
+        (signals.run_started, on_run_started, "started"),
+        (signals.run_running_long, on_run_running_long, "long"),
+        (signals.catchup_capped, catchup_capped, "capped"),
+        (maintenance_finished, maintenance_findings, "maintenance"),
+        (celery_signals.worker_ready, worker_ready, "worker"),
+    ):
+        signal.connect(receiver, weak=False, dispatch_uid=f"takt.heartbeats.{uid}")
