@@ -70,27 +70,9 @@ def execute(
     """Run `run_id` if it is still queued (see the module docstring).
     Returns the final status, or None when this delivery did nothing."""
     started_at = clock()
-    run = start_plain_run(run_id, worker=worker, now=started_at)  # one statement, if it applies
+    run = _claim(run_id, worker=worker, now=started_at)
     if run is None:
-        run = load_run(run_id)
-        if run is None:
-            log.warning(
-                "run %s does not exist (deleted before it started)",
-                run_id,
-                extra={"run_id": run_id},
-            )
-            return None
-        extra = {"job_id": run.job_id, "run_id": run.pk}
-        if run.status != RunStatus.QUEUED:
-            log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
-            _double_start(run, f"the run was already {run.status}")
-            return None
-        if not start_run(run, worker=worker, now=started_at):
-            log.info("run %s was taken by another delivery", run.pk, extra=extra)
-            _double_start(run, "another delivery won the compare-and-set")
-            return None
-    extra = {"job_id": run.job_id, "run_id": run.pk}
-
+        return None
     rules = overlap_rules(run.job)
     lock, acquired = acquire_slot(
         run.job_id,
@@ -98,56 +80,10 @@ def execute(
         allowed_in_maintenance=bool(getattr(run.job, "allowed_during_maintenance", False)),
         run_id=run.pk,
     )
-    if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
-        record([Decision("held", run.job_id, run.pk, detail="the queue is paused")])
-        hold_run(run)
-        log.info("run %s held: the queue is paused", run.pk, extra=extra)
-        return RunStatus.QUEUED
-    if acquired == MAINTENANCE:  # F-29: refused, whatever triggered it
-        record([Decision("refused", run.job_id, run.pk, detail="maintenance mode")])
-        finish_run(
-            run, status=RunStatus.SKIPPED, now=clock(), message=f"skipped: {MAINTENANCE_REFUSAL}"
-        )
-        log.info("run %s refused: maintenance mode", run.pk, extra=extra)
-        return RunStatus.SKIPPED
-    if not acquired:
-        action = compute_start_action(rules)
-        if run.trigger == RunTrigger.RETRY:
-            action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
-        count_lock_wait(action.value)
-        record(
-            [
-                Decision(
-                    f"lock_{action.value}", run.job_id, run.pk, detail="the job's lock was taken"
-                )
-            ]
-        )
-        if action is StartAction.HOLD:
-            hold_run(run)
-            # The holder may have ended between our lock attempt and the hold:
-            # then nobody else would send this run.
-            release_next_held(run.job_id, now=clock())
-            log.info("run %s waits for the job's running run", run.pk, extra=extra)
-            return RunStatus.QUEUED
-        if action is StartAction.SKIP:
-            finish_run(
-                run,
-                status=RunStatus.SKIPPED,
-                now=clock(),
-                message=f"skipped: job #{run.job_id} is locked by another run"
-                f" (overlap policy '{rules.policy}')",
-            )
-            return RunStatus.SKIPPED
-        with transaction.atomic():
-            revoke_after_commit(
-                cancel_active_runs(
-                    run.job_id,
-                    keep=run.pk,
-                    now=started_at,
-                    reason=f"cancelled: replaced by run #{run.pk}",
-                )
-            )
-        lock.take_over()
+    if acquired is not True:
+        stopped = _not_locked(run, rules, lock, acquired, clock=clock, started_at=started_at)
+        if stopped is not None:
+            return stopped
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
     if "start" in notify_events(run.job):
         _send(run_started, run)
@@ -177,6 +113,84 @@ def execute(
     if rules.policy in BUFFERING:
         release_next_held(run.job_id, now=clock())
     return outcome.status
+
+
+def _claim(run_id: int, *, worker: str, now: datetime) -> Run | None:
+    """queued → running (step 1); None when this delivery must do nothing."""
+    run = start_plain_run(run_id, worker=worker, now=now)  # one statement, if it applies
+    if run is not None:
+        return run
+    run = load_run(run_id)
+    if run is None:
+        log.warning(
+            "run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id}
+        )
+        return None
+    extra = {"job_id": run.job_id, "run_id": run.pk}
+    if run.status != RunStatus.QUEUED:
+        log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
+        _double_start(run, f"the run was already {run.status}")
+        return None
+    if not start_run(run, worker=worker, now=now):
+        log.info("run %s was taken by another delivery", run.pk, extra=extra)
+        _double_start(run, "another delivery won the compare-and-set")
+        return None
+    return run
+
+
+def _not_locked(
+    run: Run,
+    rules: Any,
+    lock: Any,
+    acquired: bool | str,
+    *,
+    clock: Callable[[], datetime],
+    started_at: datetime,
+) -> str | None:
+    """Step 2 when the job's lock was not simply taken: the queue is paused
+    (hold), maintenance mode refuses the job (skip), or the lock is held
+    (the overlap policy's answer). Returns the run's status when it does not
+    go on, or None after taking the lock over (cancel_other)."""
+    extra = {"job_id": run.job_id, "run_id": run.pk}
+    if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
+        record([Decision("held", run.job_id, run.pk, detail="the queue is paused")])
+        hold_run(run)
+        log.info("run %s held: the queue is paused", run.pk, extra=extra)
+        return RunStatus.QUEUED
+    if acquired == MAINTENANCE:  # F-29: refused, whatever triggered it
+        record([Decision("refused", run.job_id, run.pk, detail="maintenance mode")])
+        message = f"skipped: {MAINTENANCE_REFUSAL}"
+        finish_run(run, status=RunStatus.SKIPPED, now=clock(), message=message)
+        log.info("run %s refused: maintenance mode", run.pk, extra=extra)
+        return RunStatus.SKIPPED
+    action = compute_start_action(rules)
+    if run.trigger == RunTrigger.RETRY:
+        action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
+    count_lock_wait(action.value)
+    detail = "the job's lock was taken"
+    record([Decision(f"lock_{action.value}", run.job_id, run.pk, detail=detail)])
+    if action is StartAction.HOLD:
+        hold_run(run)
+        # The holder may have ended between our lock attempt and the hold:
+        # then nobody else would send this run.
+        release_next_held(run.job_id, now=clock())
+        log.info("run %s waits for the job's running run", run.pk, extra=extra)
+        return RunStatus.QUEUED
+    if action is StartAction.SKIP:
+        finish_run(
+            run,
+            status=RunStatus.SKIPPED,
+            now=clock(),
+            message=f"skipped: job #{run.job_id} is locked by another run"
+            f" (overlap policy '{rules.policy}')",
+        )
+        return RunStatus.SKIPPED
+    with transaction.atomic():
+        reason = f"cancelled: replaced by run #{run.pk}"
+        stopped = cancel_active_runs(run.job_id, keep=run.pk, now=started_at, reason=reason)
+        revoke_after_commit(stopped)
+    lock.take_over()
+    return None
 
 
 BUFFERING = (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
