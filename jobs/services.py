@@ -25,9 +25,7 @@ from .calendars import calendar_days
 from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
 from .policies import (
     CalendarRuleChoice,
-    CatchupPick,
     JobKind,
-    MissedRunPolicy,
     OverlapPolicy,
     TimeoutAction,
     TriggerKind,
@@ -355,23 +353,41 @@ def _validate_notify(notify: Any) -> None:
         )
 
 
+# A fire time claimed at most this late is on time, not missed (F-24).
+MISFIRE_GRACE = timedelta(seconds=60)
+
+
+def missed_run_rules(job: Job, *, coalesce_until: datetime | None = None) -> Any:
+    """The job's missed-run policy for jobs.scheduling (F-24, F-102). Fire
+    times up to `coalesce_until` (the last queue resume) are caught up once,
+    whatever the policy (F-28). Values are checked by the pure core's
+    validate_missed_run_rules, which also turns them into its enums."""
+    from .scheduling import MissedRunRules
+
+    window = job.catchup_window_s
+    return MissedRunRules(
+        policy=job.missed_run_policy,  # type: ignore[arg-type]
+        pick=job.catchup_pick,  # type: ignore[arg-type]
+        max_runs=job.catchup_max_runs,
+        window=None if window is None else timedelta(seconds=window),
+        grace=MISFIRE_GRACE,
+        coalesce_until=coalesce_until,
+    )
+
+
 def _validate_policies(job: Job) -> None:
     """The overlap, retry and catch-up settings together (the pure core's
     checks, so the admin, the API and the commands agree)."""
     from runs.transitions import validate_overlap_rules, validate_retry_rules
 
+    from .scheduling import validate_missed_run_rules
+
     if job.overlap_policy not in OverlapPolicy.values:
         raise ValidationError({"overlap_policy": f"unknown overlap policy {job.overlap_policy!r}"})
-    for field, choices in (
-        ("missed_run_policy", MissedRunPolicy),
-        ("catchup_pick", CatchupPick),
-        ("timeout_action", TimeoutAction),
-    ):
-        if getattr(job, field) not in choices.values:
-            raise ValidationError({field: f"unknown value {getattr(job, field)!r}"})
-    if job.catchup_window_s is not None and job.catchup_window_s < 0:
-        raise ValidationError({"catchup_window_s": "must not be negative"})
+    if job.timeout_action not in TimeoutAction.values:
+        raise ValidationError({"timeout_action": f"unknown value {job.timeout_action!r}"})
     try:
+        validate_missed_run_rules(missed_run_rules(job))
         validate_overlap_rules(overlap_rules(job))
         validate_retry_rules(retry_rules(job))
     except core.TriggerError as exc:

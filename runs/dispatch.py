@@ -34,16 +34,14 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from jobs.models import Job, QueueState, Trigger
+from jobs.models import QueueState, Trigger
 from jobs.scheduling import (
-    CatchupPick,
     Claim,
     MissedRunPolicy,
-    MissedRunRules,
     PlannedRun,
     compute_claim,
 )
-from jobs.services import trigger_spec
+from jobs.services import missed_run_rules, trigger_spec
 from jobs.triggers import compute_jitter
 
 from .decisions import Decision
@@ -129,24 +127,6 @@ def _lock_due(*, now: datetime, limit: int) -> list[Trigger]:
     return list(due[:limit])
 
 
-MISFIRE_GRACE = timedelta(seconds=60)
-
-
-def missed_run_rules(job: Job, *, resumed_at: datetime | None) -> MissedRunRules:
-    """The job's missed-run policy for the pure core (F-24, F-102). A fire
-    time up to MISFIRE_GRACE late is on time; fire times up to the last
-    queue resume are caught up once, whatever the policy (F-28)."""
-    window = job.catchup_window_s
-    return MissedRunRules(
-        policy=MissedRunPolicy(job.missed_run_policy),
-        pick=CatchupPick(job.catchup_pick),
-        max_runs=job.catchup_max_runs,
-        window=None if window is None else timedelta(seconds=window),
-        grace=MISFIRE_GRACE,
-        coalesce_until=resumed_at,
-    )
-
-
 def last_resume() -> datetime | None:
     return QueueState.objects.filter(pk=1).values_list("resumed_at", flat=True).first()
 
@@ -157,7 +137,7 @@ def claim_for(trigger: Trigger, *, now: datetime, resumed_at: datetime | None) -
         trigger_spec(trigger),
         next_run_at=trigger.next_run_at,
         now=now,
-        rules=missed_run_rules(trigger.job, resumed_at=resumed_at),
+        rules=missed_run_rules(trigger.job, coalesce_until=resumed_at),
     )
 
 
