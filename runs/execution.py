@@ -111,7 +111,7 @@ def execute(
         end = Decision("end", run.job_id, run.pk, detail=detail)
         release_and_count(lock, status=counted, lag_s=lag, decision=end)
     if rules.policy in BUFFERING:
-        release_next_held(run.job_id, now=clock())
+        release_next_held(run.job_id)
     return outcome.status
 
 
@@ -173,7 +173,7 @@ def _not_locked(
         hold_run(run)
         # The holder may have ended between our lock attempt and the hold:
         # then nobody else would send this run.
-        release_next_held(run.job_id, now=clock())
+        release_next_held(run.job_id)
         log.info("run %s waits for the job's running run", run.pk, extra=extra)
         return RunStatus.QUEUED
     if action is StartAction.SKIP:

@@ -25,7 +25,7 @@ from jobs.models import Job
 from jobs.services import overlap_rules
 
 from .models import Run, RunStatus, task_id_for
-from .transitions import Admission, Decision, compute_admission
+from .transitions import Decision, compute_admission
 
 log = logging.getLogger("takt.runs")
 
@@ -90,7 +90,7 @@ def hold_run(run: Run) -> bool:
     )
 
 
-def release_next_held(job_id: int, *, now: datetime) -> Run | None:
+def release_next_held(job_id: int) -> Run | None:
     """If the job has nothing running, send its next held run (by priority,
     then age): unhold it by compare-and-set and publish it after commit.
     Returns the run sent, if any."""
@@ -132,16 +132,4 @@ def release_stranded(*, now: datetime, limit: int = 100) -> int:
         .values_list("job_id", flat=True)
         .distinct()[:limit]
     )
-    return sum(1 for job_id in job_ids if release_next_held(job_id, now=now) is not None)
-
-
-__all__ = [
-    "Admission",
-    "activity",
-    "admit",
-    "cancel_active_runs",
-    "hold_run",
-    "release_next_held",
-    "release_stranded",
-    "revoke_after_commit",
-]
+    return sum(1 for job_id in job_ids if release_next_held(job_id) is not None)
