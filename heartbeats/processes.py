@@ -27,9 +27,11 @@ REPORT_EVERY_S = 30.0
 PROCESS_DEADLINE_S = 120
 
 
-def report_process(name: str, *, now: datetime) -> None:
-    """Record that process `name` is alive (made on its first report)."""
+def report_process(name: str, *, now: datetime, detail: str = "") -> None:
+    """Record that process `name` is alive (made on its first report);
+    `detail` is kept as its last result (a worker's pool size)."""
     changes = {
+        "last_result": detail,
         "last_run_at": now,
         "last_success_at": now,
         "last_status": "succeeded",
@@ -66,8 +68,30 @@ class BeatReporter:
             log.exception("the beat's heartbeat or overdue check failed")
 
 
-def start_worker_reporter(name: str) -> threading.Thread:
-    """A daemon thread reporting `name` every REPORT_EVERY_S."""
+def concurrency_detail(concurrency: int) -> str:
+    return f"concurrency={concurrency}"
+
+
+def live_concurrency(*, now: datetime) -> int:
+    """The pool sizes of the workers that reported within their deadline,
+    added up: how many runs can execute at once (GET /api/v1/queue)."""
+    from datetime import timedelta
+
+    rows = Heartbeat.objects.filter(
+        job__isnull=True,
+        name__startswith="worker:",
+        last_run_at__gte=now - timedelta(seconds=PROCESS_DEADLINE_S),
+        last_result__startswith="concurrency=",
+    ).values_list("last_result", flat=True)
+    total = 0
+    for detail in rows:
+        value = detail.partition("=")[2]
+        total += int(value) if value.isdigit() else 0
+    return total
+
+
+def start_worker_reporter(name: str, concurrency: int = 0) -> threading.Thread:
+    """A daemon thread reporting `name` (with its pool size) every REPORT_EVERY_S."""
 
     def loop() -> None:
         from django.db import close_old_connections
@@ -76,7 +100,7 @@ def start_worker_reporter(name: str) -> threading.Thread:
         while True:
             try:
                 close_old_connections()
-                report_process(name, now=timezone.now())
+                report_process(name, now=timezone.now(), detail=concurrency_detail(concurrency))
             except Exception:
                 log.exception("the worker's heartbeat could not be written")
             time.sleep(REPORT_EVERY_S)

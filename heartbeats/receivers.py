@@ -16,7 +16,9 @@ def worker_ready(sender: object = None, **kwargs: object) -> None:
     from .processes import start_worker_reporter
 
     hostname = getattr(sender, "hostname", None) or "unknown"
-    start_worker_reporter(f"worker:{hostname}")
+    controller = getattr(sender, "controller", None)
+    concurrency = getattr(controller, "concurrency", None) or getattr(sender, "concurrency", 0)
+    start_worker_reporter(f"worker:{hostname}", int(concurrency or 0))
 
 
 def maintenance_findings(

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
@@ -35,6 +35,19 @@ class Job(models.Model):
     not be unique."""
 
     name = models.CharField(max_length=200)
+    key = models.CharField(
+        max_length=100,
+        null=True,  # NULL, not "", when unset: unique only among the jobs that have one
+        blank=True,
+        unique=True,
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$",
+                "letters, digits and _ . : - only, starting with a letter or digit",
+            )
+        ],
+        help_text="Optional stable identifier, unique: how exports, imports and jobs declared in code find this job.",
+    )
     description = models.TextField(blank=True)
     enabled = models.BooleanField(default=True)
     kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.CALLABLE)
@@ -160,7 +173,11 @@ class Job(models.Model):
     runs_done = models.PositiveIntegerField(default=0, editable=False)
     owner = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
-    code_managed = models.BooleanField(default=False, editable=False)
+    code_managed = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Declared in code (TAKT_JOBS or @takt_job(schedule=...)) and synced at start: edit it there.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -174,6 +191,11 @@ class Job(models.Model):
         from .services import validate_job
 
         validate_job(self)
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        if self.key == "":
+            self.key = None
+        super().clean_fields(exclude=exclude)
 
     @property
     def timeout(self) -> timedelta:
@@ -378,3 +400,8 @@ class HolidayCalendar(models.Model):
         from .calendars import validate_calendar
 
         validate_calendar(self)
+
+
+from .tokens import ApiToken  # noqa: E402  (a model of this app, kept in its own module)
+
+__all__ = ["ApiToken", "HolidayCalendar", "Job", "QueueState", "Trigger"]

@@ -54,7 +54,14 @@ class TimeoutAction(models.TextChoices):
 
 
 class ApiTriggerPermission(models.TextChoices):
+    """Who may start the job with `POST /api/v1/jobs/<id>/run` (F-42)."""
+
+    # Nobody: the API refuses to start the job (the admin's "Run now" still works).
     OFF = "off", "Off"
+    # Any authenticated caller: a user (session or user token) or a token for this job.
+    AUTHENTICATED = "authenticated", "Authenticated users and this job's tokens"
+    # Only holders of an API token scoped to this job (e.g. another Takt installation).
+    TOKEN = "token", "Only holders of a token for this job"
 
 
 class TriggerKind(models.TextChoices):

@@ -100,6 +100,13 @@ class Run(models.Model):
                 condition=Q(trigger__in=["schedule", "catchup"]),
                 name="run_unique_fire_time",
             ),
+            # F-43: one run per job and dedupe key (enqueue_job takes the key
+            # off an older run whose dedupe window is over).
+            models.UniqueConstraint(
+                fields=["job", "dedupe_key"],
+                condition=~Q(dedupe_key=""),
+                name="run_unique_dedupe_key",
+            ),
         ]
         indexes = [
             models.Index(fields=["job", "status"], name="run_job_status_idx"),

@@ -7,10 +7,11 @@ import json
 import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -19,7 +20,7 @@ from jobs.models import Job
 from jobs.queue import lock_file_present
 from jobs.services import on_run_finished, on_run_started
 
-from .models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
+from .models import Run, RunStatus, RunTrigger
 from .overlap import admit, cancel_active_runs, revoke_after_commit
 from .retries import retry_run
 from .signals import run_finished
@@ -128,13 +129,13 @@ def enqueue_job(
     now: datetime | None = None,
 ) -> Run:
     """Start a run of `job` now, or at `run_at` (F-40). Works on disabled jobs
-    (like "Run now", F-27). With `dedupe_key`, an active run of the job
-    enqueued with the same key is returned instead of a new one.
+    (like "Run now", F-27). With `dedupe_key` (F-43), the job's run
+    enqueued with the same key within TAKT_DEDUPE_WINDOW_SECONDS is
+    returned instead of a new one, whatever its status; such a run has
+    `run.deduplicated` set to True.
 
     Raises JobNotFound for an unknown id and InvalidInput (naming the field)
-    for bad params, priority, run_at or trigger."""
-    from .publish import publish_after_commit
-
+    for bad params, priority, run_at, trigger or dedupe_key."""
     now = now or timezone.now()
     if not isinstance(job, Job):
         try:
@@ -149,28 +150,72 @@ def enqueue_job(
         raise InvalidInput("run_at", "must be an aware datetime (with a time zone)")
     if trigger not in RunTrigger.values or trigger in (RunTrigger.SCHEDULE, RunTrigger.CATCHUP):
         raise InvalidInput("trigger", f"cannot enqueue with trigger {trigger!r}")
+    scheduled_for = max(run_at, now) if run_at else now
+    if dedupe_key:
+        return _enqueue_once(
+            job,
+            dedupe_key,
+            now=now,
+            scheduled_for=scheduled_for,
+            trigger=trigger,
+            params=params,
+            priority=priority,
+        )
     # Without a dedupe key, each statement commits by itself (no BEGIN and
     # COMMIT round trips); the overlap check is advisory either way; the
     # job lock at start is what holds (runs/execution.py).
-    with transaction.atomic() if dedupe_key else nullcontext():
-        if dedupe_key:
-            existing = Run.objects.filter(
-                job=job, dedupe_key=dedupe_key, status__in=ACTIVE_STATUSES
-            ).first()
-            if existing is not None:
-                return existing
-        run = create_run(
-            job,
-            trigger=trigger,
-            now=now,
-            scheduled_for=max(run_at, now) if run_at else now,
-            params=params,
-            priority=priority,
-            dedupe_key=dedupe_key or "",
-        )
-        if run.status == RunStatus.QUEUED and not run.held and run.scheduled_for <= now:
-            publish_after_commit([run])
+    run = create_run(
+        job,
+        trigger=trigger,
+        now=now,
+        scheduled_for=scheduled_for,
+        params=params,
+        priority=priority,
+    )
+    _publish_if_due(run, now=now)
     return run
+
+
+def _publish_if_due(run: Run, *, now: datetime) -> None:
+    from .publish import publish_after_commit
+
+    if run.status == RunStatus.QUEUED and not run.held and run.scheduled_for <= now:
+        publish_after_commit([run])
+
+
+def _enqueue_once(
+    job: Job, key: str, *, now: datetime, scheduled_for: datetime, **run_fields: Any
+) -> Run:
+    """F-43: the run enqueued for `job` with `key` within
+    TAKT_DEDUPE_WINDOW_SECONDS (whatever its status; marked
+    `run.deduplicated = True`), else a new run with the key.
+
+    1. Look for the job's run with the key. Inside the window: return it.
+    2. Else, in one transaction: take the key off an older run (its window
+       is over) and insert the new run with it.
+    3. The partial unique index on (job, dedupe_key) refuses a second run
+       with the key: a concurrent caller that loses the insert goes back
+       to 1 and returns the winner's run."""
+    if len(key) > 200:
+        raise InvalidInput("dedupe_key", "at most 200 characters")
+    window = timedelta(seconds=settings.TAKT_DEDUPE_WINDOW_SECONDS)
+    for _attempt in range(3):
+        existing = Run.objects.filter(job_id=job.pk, dedupe_key=key).first()
+        if existing is not None and existing.enqueued_at > now - window:
+            existing.deduplicated = True  # type: ignore[attr-defined]
+            return existing
+        try:
+            with transaction.atomic():
+                if existing is not None:
+                    Run.objects.filter(pk=existing.pk, dedupe_key=key).update(dedupe_key="")
+                run = create_run(
+                    job, now=now, scheduled_for=scheduled_for, dedupe_key=key, **run_fields
+                )
+                _publish_if_due(run, now=now)
+            return run
+        except IntegrityError:
+            continue
+    raise RuntimeError(f"enqueue_job: dedupe key {key!r} of job #{job.pk} kept changing hands")
 
 
 def start_run(run: Run, *, worker: str, now: datetime) -> bool:

@@ -31,6 +31,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
     "jobs.apps.JobsConfig",
     "runs.apps.RunsConfig",
     "heartbeats.apps.HeartbeatsConfig",
@@ -40,6 +43,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "jobs.api.auth.CsrfHeaderAliasMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -156,6 +160,39 @@ TAKT_PING_TOKEN = env_str("TAKT_PING_TOKEN", "").strip()
 TAKT_METRICS_TOKEN = env_str("TAKT_METRICS_TOKEN", "").strip()
 # F-65: entries the decision log keeps (a capped Redis stream).
 TAKT_DECISION_LOG_SIZE = env_int("TAKT_DECISION_LOG_SIZE", 100_000, minimum=100, maximum=10_000_000)
+# F-43: enqueue_job(dedupe_key=...) and the API's Idempotency-Key header
+# return the run made with the same key within this many seconds.
+TAKT_DEDUPE_WINDOW_SECONDS = env_int(
+    "TAKT_DEDUPE_WINDOW_SECONDS", 86400, minimum=1, maximum=365 * 86400
+)
+# F-75: jobs declared in code, synced into the database when the beat starts
+# (and by `manage.py sync_jobs`): a dict {key: job} like Celery's
+# beat_schedule, in the export format of `manage.py export_jobs`; and/or a
+# YAML or JSON file in that format.
+TAKT_JOBS: dict[str, dict[str, object]] = {}
+TAKT_JOBS_FILE = env_str("TAKT_JOBS_FILE", "").strip()
+
+# The REST API (F-41): the admin's session (with CSRF) or an API token.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "jobs.api.auth.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["jobs.api.auth.ModelPermissions"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Takt API",
+    "DESCRIPTION": "Jobs, triggers, runs, the queue, heartbeats and alerts of a Takt installation.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
 
 # Heartbeats and alerts (F-62, F-63, F-106). A heartbeat past its deadline
 # is late for this long (unless it sets its own grace), then down.

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from heartbeats.ping import ping_view
@@ -11,4 +11,5 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("api/v1/heartbeats/<str:name>", ping_view, name="heartbeat-ping"),
     path("api/v1/heartbeats/<str:name>/<str:signal>", ping_view, name="heartbeat-ping-signal"),
+    path("api/v1/", include("scheduler_project.api_urls")),
 ]

@@ -1,0 +1,43 @@
+"""Errors as JSON naming the field (spec section 11).
+
+A refused request gets `{"<field>": ["message", …]}` (nested for triggers:
+`{"triggers": [{}, {"cron_expression": ["…"]}]}`), or `{"detail": "…"}`
+when no field is at fault. Takt's own exceptions map to statuses here, so
+that views only raise: InvalidInput → 400 on its field, JobNotFound → 404,
+QueuePaused and MaintenanceMode → 409, a Django ValidationError → 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
+
+
+def django_errors(exc: DjangoValidationError) -> Any:
+    """A Django ValidationError as DRF error data: {field: [messages]}."""
+    if hasattr(exc, "error_dict"):
+        return {
+            ("detail" if field == "__all__" else field): messages
+            for field, messages in exc.message_dict.items()
+        }
+    return {"detail": " ".join(exc.messages)}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, InvalidInput):
+        return Response({exc.field: [exc.message]}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, JobNotFound):
+        return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, QueuePaused):
+        return Response({"queue": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, MaintenanceMode):
+        return Response({"maintenance": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, DjangoValidationError):
+        return Response(django_errors(exc), status=status.HTTP_400_BAD_REQUEST)
+    return drf_exception_handler(exc, context)

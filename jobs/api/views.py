@@ -1,0 +1,270 @@
+"""The jobs API (F-41, F-42): jobs with their triggers, starting a run, the
+queue switch. Views only translate HTTP: the writes are jobs.definitions,
+jobs.services, jobs.queue and runs.services.enqueue_job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Min, QuerySet
+from django.utils import timezone
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs import queue, services
+from jobs.models import Job, QueueState
+from jobs.policies import ApiTriggerPermission
+
+from .auth import is_user, job_token
+from .serializers import JobSerializer, RunRequestSerializer
+
+
+class JobFilter(filters.FilterSet):
+    name = filters.CharFilter(lookup_expr="icontains", help_text="Part of the name.")
+    key = filters.CharFilter()
+    target = filters.CharFilter()
+
+    class Meta:
+        model = Job
+        fields = ("enabled", "paused", "kind", "queue", "code_managed", "concurrency_group")
+
+
+class PauseSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+    until = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text="Resume by itself then."
+    )
+
+
+def _who(request: Request) -> str:
+    if is_user(request):
+        return f"{request.user.get_username()} (API)"
+    token = request.auth
+    return f"token {getattr(token, 'name', '?')} (API)"
+
+
+class JobViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Jobs and their triggers. PATCH changes only the fields it names;
+    `triggers` replaces the trigger list; `interval_minutes` sets the
+    schedule to one interval (null: none)."""
+
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    job_token_actions = ("run",)
+    # Starting a run is governed by the job's API trigger permission (F-42).
+    action_perms: dict[str, list[str]] = {
+        "run": [],
+        "pause": ["jobs.change_job"],
+        "resume": ["jobs.change_job"],
+    }
+
+    def get_queryset(self) -> QuerySet[Job]:
+        return (
+            Job.objects.annotate(_next_run=Min("triggers__next_run_at"))
+            .prefetch_related("triggers__exclude_calendars")
+            .order_by("id")
+        )
+
+    def perform_destroy(self, instance: Job) -> None:
+        if instance.code_managed:
+            raise serializers.ValidationError(
+                {"code_managed": ["this job is declared in code: remove it there"]}
+            )
+        instance.delete()
+
+    @extend_schema(
+        request=RunRequestSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                description=(
+                    "A repeat with the same key within TAKT_DEDUPE_WINDOW_SECONDS returns"
+                    " the first run (200) instead of starting another (F-43)."
+                ),
+            )
+        ],
+        responses={
+            201: OpenApiResponse(description="A new run"),
+            200: OpenApiResponse(description="The run made earlier with this Idempotency-Key"),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def run(self, request: Request, pk: str | None = None) -> Response:
+        """Start a run now (or at `run_at`), as the job's API trigger
+        permission allows: `off` refuses everyone, `authenticated` admits
+        users and this job's tokens, `token` only this job's tokens."""
+        from runs.api import RunSerializer
+        from runs.services import enqueue_job
+
+        job = self._job(pk)
+        self._check_trigger_permission(request, job)
+        body = RunRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if len(key) > 200:
+            raise serializers.ValidationError({"Idempotency-Key": ["at most 200 characters"]})
+        run = enqueue_job(job, dedupe_key=key or None, **body.validated_data)
+        replayed = getattr(run, "deduplicated", False)
+        response = Response(
+            RunSerializer(run, context={"request": request}).data,
+            status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED,
+        )
+        if key:
+            response["Idempotent-Replayed"] = "true" if replayed else "false"
+        return response
+
+    def _job(self, pk: str | None) -> Job:
+        job = Job.objects.filter(pk=pk).first() if str(pk).isdigit() else None
+        if job is None:
+            token = job_token(self.request)
+            if token is not None and not is_user(self.request):
+                # Do not tell a job token which other jobs exist.
+                raise PermissionDenied(f"this token is for job #{token.job_id} only")
+            from jobs.errors import JobNotFound
+
+            raise JobNotFound(f"no job with id {pk!r}")
+        return job
+
+    @staticmethod
+    def _check_trigger_permission(request: Request, job: Job) -> None:
+        token = job_token(request)
+        if token is not None and token.job_id != job.pk and not is_user(request):
+            raise PermissionDenied(f"this token is for job #{token.job_id} only")
+        own_token = token is not None and token.job_id == job.pk
+        permission = job.api_trigger_permission
+        if permission == ApiTriggerPermission.OFF:
+            refusal = (
+                "starting this job through the API is off (set it to 'authenticated' or 'token')"
+            )
+        elif permission == ApiTriggerPermission.TOKEN and not own_token:
+            refusal = "this job starts only with an API token scoped to it"
+        elif permission == ApiTriggerPermission.AUTHENTICATED and not (
+            own_token or is_user(request)
+        ):
+            refusal = "this job starts only for authenticated callers"
+        else:
+            return
+        raise PermissionDenied({"api_trigger_permission": [refusal]})
+
+    @extend_schema(request=PauseSerializer, responses=JobSerializer)
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: str | None = None) -> Response:
+        """Pause the job with a note (F-104); a paused job is not scheduled."""
+        job = self.get_object()
+        body = PauseSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        until = body.validated_data["until"]
+        if until is not None and until <= timezone.now():
+            raise serializers.ValidationError({"until": ["must be in the future"]})
+        services.pause_job(
+            job.pk,
+            note=body.validated_data["note"],
+            by=_who(request),
+            now=timezone.now(),
+            until=until,
+        )
+        return Response(JobSerializer(self.get_object(), context={"request": request}).data)
+
+    @extend_schema(request=None, responses=JobSerializer)
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        """Lift the job's pause; missed fire times follow its missed-run policy."""
+        job = self.get_object()
+        services.resume_job(job.pk)
+        return Response(JobSerializer(self.get_object(), context={"request": request}).data)
+
+
+class QueueStatusSerializer(serializers.Serializer):
+    next_scheduled = serializers.DateTimeField(allow_null=True)
+    scheduler_enabled = serializers.BooleanField()
+    paused = serializers.BooleanField()
+    pause_note = serializers.CharField(allow_blank=True)
+    maintenance = serializers.BooleanField()
+    max_concurrency = serializers.IntegerField(
+        help_text="Runs the live workers can execute at once (their pool sizes added up)."
+    )
+    active_count = serializers.IntegerField(help_text="Runs running now.")
+    queued_count = serializers.IntegerField(help_text="Runs waiting to start.")
+
+
+class QueueSwitchSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class MaintenanceSerializer(serializers.Serializer):
+    on = serializers.BooleanField()
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class QueueViewSet(viewsets.ViewSet):
+    """The queue (F-28, F-29, F-92): its state, pause/resume, maintenance."""
+
+    queryset = QueueState.objects.none()  # for ModelPermissions: jobs.*_queuestate
+    action_perms = {
+        "status": ["jobs.view_queuestate"],
+        "pause": ["jobs.change_queuestate"],
+        "resume": ["jobs.change_queuestate"],
+        "maintenance": ["jobs.change_queuestate"],
+    }
+
+    def _status(self) -> Response:
+        from heartbeats.queue_status import queue_status
+
+        return Response(QueueStatusSerializer(queue_status(now=timezone.now())).data)
+
+    @extend_schema(responses=QueueStatusSerializer)
+    def status(self, request: Request) -> Response:
+        return self._status()
+
+    @extend_schema(request=QueueSwitchSerializer, responses=QueueStatusSerializer)
+    def pause(self, request: Request) -> Response:
+        body = QueueSwitchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        queue.pause_queue(note=body.validated_data["note"], by=_who(request), now=timezone.now())
+        return self._status()
+
+    @extend_schema(request=None, responses=QueueStatusSerializer)
+    def resume(self, request: Request) -> Response:
+        queue.resume_queue(now=timezone.now())
+        return self._status()
+
+    @extend_schema(request=MaintenanceSerializer, responses=QueueStatusSerializer)
+    def maintenance(self, request: Request) -> Response:
+        body = MaintenanceSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        queue.set_maintenance(
+            body.validated_data["on"], note=body.validated_data["note"], now=timezone.now()
+        )
+        return self._status()
+
+
+def register(router: Any) -> list[Any]:
+    """The jobs app's routes; returns extra URL patterns (the queue)."""
+    from django.urls import re_path
+
+    router.register("jobs", JobViewSet, basename="job")
+    queue_routes = [
+        ("queue", "status", "get"),
+        ("queue/pause", "pause", "post"),
+        ("queue/resume", "resume", "post"),
+        ("queue/maintenance", "maintenance", "post"),
+    ]
+    return [
+        re_path(rf"^{path}/?$", QueueViewSet.as_view({method: name}), name=f"queue-{name}")
+        for path, name, method in queue_routes
+    ]

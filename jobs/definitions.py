@@ -1,0 +1,177 @@
+"""A job with its triggers as one definition: validated and written together.
+
+The REST API, `import_jobs` and the sync of jobs declared in code (F-75)
+all write jobs through here, and validation is the admin's: each model's
+full_clean(), i.e. the field validators plus jobs.services.validate_job and
+validate_trigger. So every path refuses the same input with the same message
+on the same field, and a refused definition writes nothing.
+
+1. `plan_definition` applies the new values to the job (in memory) and
+   matches the new trigger list against the stored triggers: an entry with
+   an `id` updates that trigger; one without an id reuses a stored trigger
+   with the same schedule (so an import or a sync keeps next_run_at and the
+   missed-run state); the rest are new, and stored triggers nobody matched
+   are deleted. Every object is validated; errors are collected per field
+   and per trigger (ValidationError {"triggers": [{}, {"cron_expression": …}]}).
+2. `save_definition` writes the plan in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from .models import HolidayCalendar, Job, Trigger
+from .services import SCHEDULE_FIELDS, stage_exclude_calendars
+
+# Fields a definition carries, derived from the models so a new field
+# round-trips through export and import without being listed here.
+JOB_FIELDS = tuple(
+    f.name
+    for f in Job._meta.concrete_fields
+    if f.editable and not f.primary_key and f.name not in ("paused",)
+) + ("paused",)
+TRIGGER_FIELDS = tuple(
+    f.name
+    for f in Trigger._meta.concrete_fields
+    if f.editable and not f.primary_key and f.name != "job"
+)
+# What an operator may still change on a job declared in code.
+OPERATOR_FIELDS = frozenset({"enabled", "paused", "pause_note", "paused_until"})
+
+
+@dataclass
+class TriggerPlan:
+    trigger: Trigger
+    calendars: list[HolidayCalendar]
+
+
+@dataclass
+class DefinitionPlan:
+    job: Job
+    triggers: list[TriggerPlan] | None  # None: leave the stored triggers alone
+    delete: list[Trigger] = field(default_factory=list)
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    pause_changed: bool = False
+
+    @property
+    def creates(self) -> bool:
+        return self.job.pk is None
+
+
+def _schedule_key(values: dict[str, Any], calendars: list[HolidayCalendar]) -> tuple[Any, ...]:
+    return (
+        *(values.get(name) for name in (*SCHEDULE_FIELDS, "enabled", "jitter_seconds")),
+        tuple(sorted(c.pk for c in calendars)),
+    )
+
+
+def _stored_key(trigger: Trigger) -> tuple[Any, ...]:
+    values = {name: getattr(trigger, name) for name in TRIGGER_FIELDS}
+    return _schedule_key(values, list(trigger.exclude_calendars.all()))
+
+
+def plan_definition(
+    job: Job | None,
+    values: dict[str, Any],
+    triggers: list[dict[str, Any]] | None,
+    *,
+    now: datetime,
+) -> DefinitionPlan:
+    """Apply `values` (job fields) and `triggers` (a list of trigger field
+    dicts, `exclude_calendars` as HolidayCalendar objects, optional `id`) to
+    `job` or a new job, in memory, and validate everything. Raises
+    ValidationError naming the fields; changes nothing stored."""
+    job = job if job is not None else Job()
+    changes = {}
+    for name, value in values.items():
+        old = getattr(job, name) if job.pk is not None else None
+        if job.pk is None or old != value:
+            changes[name] = (old, value)
+        setattr(job, name, value)
+    errors: dict[str, Any] = {}
+    try:
+        job.full_clean()
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    plan = DefinitionPlan(job, None, changes=changes, pause_changed="paused" in changes)
+    if triggers is not None:
+        plan.triggers, plan.delete, trigger_errors = _plan_triggers(job, triggers, now=now)
+        if any(trigger_errors):
+            errors["triggers"] = trigger_errors
+        elif job.pk is not None and (
+            plan.delete or any(t.trigger.pk is None for t in plan.triggers)
+        ):
+            plan.changes["triggers"] = ("…", "…")
+    if errors:
+        raise ValidationError(errors)
+    return plan
+
+
+def _plan_triggers(
+    job: Job, entries: list[dict[str, Any]], *, now: datetime
+) -> tuple[list[TriggerPlan], list[Trigger], list[dict[str, list[str]]]]:
+    stored = {t.pk: t for t in job.triggers.all()} if job.pk is not None else {}
+    unmatched = dict(stored)
+    plans: list[TriggerPlan] = []
+    errors: list[dict[str, list[str]]] = []
+    for entry in entries:
+        entry = dict(entry)
+        calendars = list(entry.pop("exclude_calendars", []) or [])
+        trigger_id = entry.pop("id", None)
+        trigger: Trigger | None = None
+        if trigger_id is not None:
+            trigger = unmatched.pop(trigger_id, None)
+            if trigger is None:
+                errors.append({"id": [f"job has no trigger with id {trigger_id}"]})
+                continue
+        else:
+            wanted = _schedule_key({**_defaults(), **entry}, calendars)
+            for pk, candidate in list(unmatched.items()):
+                if _stored_key(candidate) == wanted:
+                    trigger = unmatched.pop(pk)
+                    break
+        trigger = trigger or Trigger()
+        if trigger.pk is None:
+            trigger.job = job if job.pk is not None else None  # type: ignore[assignment]
+        for name, value in entry.items():
+            setattr(trigger, name, value)
+        stage_exclude_calendars(trigger, calendars)
+        try:
+            trigger.full_clean(exclude=["job"])
+        except ValidationError as exc:
+            errors.append(exc.message_dict)
+            continue
+        errors.append({})
+        plans.append(TriggerPlan(trigger, calendars))
+    return plans, list(unmatched.values()), errors
+
+
+def _defaults() -> dict[str, Any]:
+    blank = Trigger()
+    return {name: getattr(blank, name) for name in TRIGGER_FIELDS}
+
+
+def save_definition(plan: DefinitionPlan, *, by: str, now: datetime) -> Job:
+    """Write a validated plan in one transaction. A pause that the plan
+    turns on records `by` and `now` (F-104); one it lifts clears the
+    pause's end and failure streak, as the admin does."""
+    job = plan.job
+    with transaction.atomic():
+        if plan.pause_changed and job.paused:
+            job.paused_by, job.paused_at = by[:150], now
+        elif plan.pause_changed:
+            job.paused_until, job.consecutive_failures = None, 0
+        job.save()  # also sets its triggers' `active`
+        if plan.triggers is not None:
+            for doomed in plan.delete:
+                doomed.delete()
+            for item in plan.triggers:
+                item.trigger.job = job
+                item.trigger.save()
+                item.trigger.exclude_calendars.set(item.calendars)
+    return job

@@ -1,0 +1,35 @@
+"""/api/v1/: each app registers its routes (jobs, runs, heartbeats), plus the
+served OpenAPI schema and its Swagger UI. Paths take no trailing slash
+(`/api/v1/jobs/3/run`), and accept one."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+APPS_WITH_ROUTES = ("jobs.api.views", "runs.api", "heartbeats.api")
+
+
+class Router(DefaultRouter):
+    """Routes that match with or without a trailing slash."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trailing_slash = "/?"
+
+
+router = Router()
+extra: list[Any] = []
+for module_name in APPS_WITH_ROUTES:
+    extra += import_module(module_name).register(router)
+
+urlpatterns = [
+    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    *extra,
+    path("", include(router.urls)),
+]
