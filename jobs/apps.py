@@ -7,6 +7,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import registry
+        from . import registry, token_admin  # noqa: F401  (registers the API token admin)
+        from .api import auth  # noqa: F401  (the schema extension for API tokens)
 
         registry.autodiscover()

@@ -12,7 +12,9 @@ on the same field, and a refused definition writes nothing.
    with the same schedule (so an import or a sync keeps next_run_at and the
    missed-run state); the rest are new, and stored triggers nobody matched
    are deleted. Every object is validated; errors are collected per field
-   and per trigger (ValidationError {"triggers": [{}, {"cron_expression": …}]}).
+   and per trigger (DefinitionInvalid.errors:
+   {"triggers": {"1": {"cron_expression": […]}}}, the refused entries by
+   index, as DRF reports nested lists).
 2. `save_definition` writes the plan in one transaction.
 """
 
@@ -42,6 +44,23 @@ TRIGGER_FIELDS = tuple(
 )
 # What an operator may still change on a job declared in code.
 OPERATOR_FIELDS = frozenset({"enabled", "paused", "pause_note", "paused_until"})
+
+
+class DefinitionInvalid(ValidationError):
+    """A refused definition. `errors` keeps the structure: {field:
+    [messages], "triggers": {"<index>": {field: [messages]}} for refused triggers}
+    (a plain ValidationError would flatten the per-trigger dicts)."""
+
+    def __init__(self, errors: dict[str, Any]) -> None:
+        flat = {k: v for k, v in errors.items() if k != "triggers"}
+        if "triggers" in errors:
+            flat["triggers"] = [
+                f"trigger {index}: {field}: {' '.join(msgs)}"
+                for index, entry in errors["triggers"].items()
+                for field, msgs in entry.items()
+            ]
+        super().__init__(flat)
+        self.errors = errors
 
 
 @dataclass
@@ -85,7 +104,7 @@ def plan_definition(
     """Apply `values` (job fields) and `triggers` (a list of trigger field
     dicts, `exclude_calendars` as HolidayCalendar objects, optional `id`) to
     `job` or a new job, in memory, and validate everything. Raises
-    ValidationError naming the fields; changes nothing stored."""
+    DefinitionInvalid naming the fields; changes nothing stored."""
     job = job if job is not None else Job()
     changes = {}
     for name, value in values.items():
@@ -102,13 +121,14 @@ def plan_definition(
     if triggers is not None:
         plan.triggers, plan.delete, trigger_errors = _plan_triggers(job, triggers, now=now)
         if any(trigger_errors):
-            errors["triggers"] = trigger_errors
+            # As DRF reports a nested list: only the refused entries, by index.
+            errors["triggers"] = {str(i): e for i, e in enumerate(trigger_errors) if e}
         elif job.pk is not None and (
             plan.delete or any(t.trigger.pk is None for t in plan.triggers)
         ):
             plan.changes["triggers"] = ("…", "…")
     if errors:
-        raise ValidationError(errors)
+        raise DefinitionInvalid(errors)
     return plan
 
 

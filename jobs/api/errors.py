@@ -1,7 +1,7 @@
 """Errors as JSON naming the field (spec section 11).
 
-A refused request gets `{"<field>": ["message", …]}` (nested for triggers:
-`{"triggers": [{}, {"cron_expression": ["…"]}]}`), or `{"detail": "…"}`
+A refused request gets `{"<field>": ["message", …]}` (nested for triggers, by
+index: `{"triggers": {"1": {"cron_expression": ["…"]}}}`), or `{"detail": "…"}`
 when no field is at fault. Takt's own exceptions map to statuses here, so
 that views only raise: InvalidInput → 400 on its field, JobNotFound → 404,
 QueuePaused and MaintenanceMode → 409, a Django ValidationError → 400.
@@ -21,6 +21,10 @@ from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
 
 def django_errors(exc: DjangoValidationError) -> Any:
     """A Django ValidationError as DRF error data: {field: [messages]}."""
+    from jobs.definitions import DefinitionInvalid
+
+    if isinstance(exc, DefinitionInvalid):
+        return {("detail" if k == "__all__" else k): v for k, v in exc.errors.items()}
     if hasattr(exc, "error_dict"):
         return {
             ("detail" if field == "__all__" else field): messages

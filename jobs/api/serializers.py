@@ -34,7 +34,19 @@ from .errors import django_errors
 INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
 
 
-class TriggerSerializer(serializers.ModelSerializer):
+class ModelRulesSerializer(serializers.ModelSerializer):
+    """Converts types only: ranges, lengths and the models' validators are
+    left to the model's full_clean (jobs.definitions), so the API refuses
+    a value with the admin's words, not with a second set of rules."""
+
+    def build_standard_field(self, field_name: str, model_field: Any) -> tuple[Any, dict[str, Any]]:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        for rule in ("min_value", "max_value", "max_length", "validators"):
+            kwargs.pop(rule, None)
+        return field_class, kwargs
+
+
+class TriggerSerializer(ModelRulesSerializer):
     id = serializers.IntegerField(
         required=False, help_text="Given: update that trigger. Omitted: a new trigger."
     )
@@ -43,6 +55,7 @@ class TriggerSerializer(serializers.ModelSerializer):
         slug_field="name",
         queryset=HolidayCalendar.objects.all(),
         required=False,
+        error_messages={"does_not_exist": "no holiday calendar is named {value!r}"},
         help_text="Names of holiday calendars whose days it skips.",
     )
     description = serializers.SerializerMethodField(help_text="The schedule in words.")
@@ -64,7 +77,7 @@ class TriggerSerializer(serializers.ModelSerializer):
         return trigger_description(obj)
 
 
-class JobSerializer(serializers.ModelSerializer):
+class JobSerializer(ModelRulesSerializer):
     """A job with its triggers. Writing `triggers` replaces the job's list
     (entries with an `id` update that trigger); writing `interval_minutes`
     sets the schedule to one interval trigger (null: no schedule)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Min, QuerySet
+from django.db.models import Min, Q, QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -73,7 +73,9 @@ class JobViewSet(
 
     def get_queryset(self) -> QuerySet[Job]:
         return (
-            Job.objects.annotate(_next_run=Min("triggers__next_run_at"))
+            Job.objects.annotate(
+                _next_run=Min("triggers__next_run_at", filter=Q(triggers__active=True))
+            )
             .prefetch_related("triggers__exclude_calendars")
             .order_by("id")
         )
