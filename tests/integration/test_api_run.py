@@ -206,14 +206,16 @@ def test_dedupe_window_from_python() -> None:
 # --- the runs API --------------------------------------------------------------------------
 
 
-def test_runs_list_filters_and_retrieve_with_output() -> None:
+@pytest.mark.parametrize("via", ["session", "token"])
+def test_runs_list_filters_and_retrieve_with_output(via: str) -> None:
     job, other = job_with("authenticated"), job_with("authenticated", name="other")
     done = enqueue_job(job)
     Run.objects.filter(pk=done.pk).update(
         status=RunStatus.SUCCEEDED, output="hello\nworld\n", finished_at=timezone.now()
     )
     enqueue_job(other)
-    viewer = TokenClient(make_token(user=user_with("runs.view_run", username="viewer")))
+    user = user_with("runs.view_run", username="viewer")
+    viewer: Any = TokenClient(make_token(user=user)) if via == "token" else SessionClient(user)
     listed = viewer.get("/api/v1/runs", job=job.pk).json()["results"]
     assert [r["id"] for r in listed] == [done.pk]
     assert "output" not in listed[0]
