@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import ValidationError
 from django.db.models import Min, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -25,8 +26,10 @@ from . import services
 from . import triggers as core
 from .calendars import upcoming_days
 from .constraints import WEEKDAY_NAMES
+from .definitions import OPERATOR_FIELDS
 from .errors import TaktError
 from .models import HolidayCalendar, Job, Trigger
+from .policies import ApiTriggerPermission
 
 HISTORY_ROWS = 25
 
@@ -148,6 +151,16 @@ class TriggerInline(admin.StackedInline):
     )
     readonly_fields = ("next_run_at", "upcoming")
 
+    # F-75: the triggers of a job declared in code are changed in code.
+    def has_add_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return not (obj and obj.code_managed) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return not (obj and obj.code_managed) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return not (obj and obj.code_managed) and super().has_delete_permission(request, obj)
+
     class Media:
         js = ("jobs/trigger_inline.js",)
 
@@ -208,8 +221,10 @@ class HolidayCalendarAdmin(admin.ModelAdmin):
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     inlines = [TriggerInline]
-    list_display = ("name", "enabled", "schedule", "next_run", "last_status", "target", "priority")
-    list_filter = ("enabled", "kind", "queue")
+    list_display = (
+        "name", "enabled", "schedule", "next_run", "last_status", "target", "priority", "code",
+    )  # fmt: skip
+    list_filter = ("enabled", "kind", "queue", "code_managed")
     search_fields = ("name", "description", "target", "owner")
     actions = ["run_now", "enable", "disable", "pause", "resume", "backfill"]
     readonly_fields = (
@@ -223,12 +238,13 @@ class JobAdmin(admin.ModelAdmin):
         "runs_done",
     )
     fieldsets = (
-        (None, {"fields": ("name", "description", "enabled", "kind", "target", "params")}),
+        (None, {"fields": ("name", "key", "description", "enabled", "kind", "target", "params")}),
         (
             "Dispatch",
             {
                 "fields": (
                     ("priority", "queue"),
+                    "api_trigger_permission",
                     ("timeout_s", "timeout_action"),
                     ("overlap_policy", "max_instances", "max_buffered"),
                     ("missed_run_policy", "catchup_pick", "catchup_max_runs", "catchup_window_s"),
@@ -282,6 +298,32 @@ class JobAdmin(admin.ModelAdmin):
             .annotate(_next_run=Min("triggers__next_run_at"))
             .prefetch_related("triggers")
         )
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        field = form.base_fields.get("api_trigger_permission")
+        if field is not None:
+            # A form posted without it (a script, an older page) keeps the
+            # stored value, as WeekdaysWidget does for a trigger's days.
+            field.required = False
+            field.empty_value = getattr(obj, "api_trigger_permission", ApiTriggerPermission.OFF)
+        return form
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> Any:
+        """F-75: a job declared in code is edited there; the operator keeps
+        enabled and the pause fields."""
+        fields = super().get_readonly_fields(request, obj)
+        if obj is None or not obj.code_managed:
+            return fields
+        shown = flatten_fieldsets(self.get_fieldsets(request, obj))
+        return (*fields, *(f for f in shown if f not in OPERATOR_FIELDS and f not in fields))
+
+    @admin.display(description="Code", boolean=True, ordering="code_managed")
+    def code(self, obj: Job) -> bool:
+        """Declared in code (F-75)."""
+        return obj.code_managed
 
     @admin.display(description="Schedule")
     def schedule(self, obj: Job) -> str:

@@ -37,6 +37,18 @@ class TaktScheduler(Scheduler):
 
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
+        self.sync_declared_jobs()
+
+    def sync_declared_jobs(self) -> None:
+        """F-75: sync the jobs declared in code once, at start. A bad
+        declaration raises ImproperlyConfigured naming the key and field,
+        which stops the beat before it schedules anything."""
+        from django.utils import timezone
+
+        from .declared import sync_declared_jobs
+
+        report = sync_declared_jobs(now=timezone.now())
+        log.info("jobs declared in code: %s", report.summary())
 
     def install_default_entries(self, data: Any) -> None:
         return None

@@ -5,6 +5,10 @@ the admin offers the registered names, and the worker resolves a job's
 `target` here first, then among the Celery app's tasks. Modules named
 ``takt_jobs`` in installed apps, and those listed in ``TAKT_JOB_MODULES``,
 are imported at start-up so their decorators run.
+
+With a schedule or job fields, ``@takt_job("reports.nightly", schedule="0 3 * * *")``
+also declares a job (F-75); jobs.declared turns the declarations into job
+definitions and syncs them into the database.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from typing import Any, TypeVar, overload
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
+# F-75: registered name -> the decorator's declaration options (read by jobs.declared).
+_DECLARED: dict[str, dict[str, Any]] = {}
 
 
 class UnknownTarget(LookupError):
@@ -26,13 +32,20 @@ class UnknownTarget(LookupError):
 @overload
 def takt_job(name_or_func: F) -> F: ...
 @overload
-def takt_job(name_or_func: str | None = None) -> Callable[[F], F]: ...
-def takt_job(name_or_func: Any = None) -> Any:
+def takt_job(name_or_func: str | None = None, **declaration: Any) -> Callable[[F], F]: ...
+def takt_job(name_or_func: Any = None, **declaration: Any) -> Any:
     """Register a function as a job target. The function receives one
     argument, the run's context (``job.log()``, ``job.params`` ...).
 
     Without a name the target is ``module.function``. Registering a second
-    function under a taken name raises ValueError."""
+    function under a taken name raises ValueError.
+
+    Keyword arguments also declare a job that runs it (F-75), synced into
+    the database at start: ``schedule`` (a cron string), ``every`` (seconds
+    or a timedelta), ``timezone`` (of the schedule), ``triggers`` (a list in
+    the export format), ``key`` (default: the registered name) and any Job
+    field (``name``, ``priority``, ``params`` ...). They are checked by the
+    sync, which raises ImproperlyConfigured naming the job and the field."""
 
     def register(func: F, name: str | None) -> F:
         key = name or f"{func.__module__}.{func.__qualname__}"
@@ -45,11 +58,18 @@ def takt_job(name_or_func: Any = None) -> Any:
             if not same_origin:  # a module imported twice re-registers the same function
                 raise ValueError(f"takt_job: the name {key!r} is already registered")
         _REGISTRY[key] = func
+        if declaration:
+            _DECLARED[key] = dict(declaration)
         return func
 
     if callable(name_or_func):
         return register(name_or_func, None)
     return lambda func: register(func, name_or_func)
+
+
+def declared_by_decorator() -> dict[str, dict[str, Any]]:
+    """{registered name: declaration options} of the decorators that declared a job."""
+    return {name: dict(options) for name, options in _DECLARED.items()}
 
 
 def registered_names() -> list[str]:

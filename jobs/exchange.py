@@ -1,0 +1,347 @@
+"""Jobs as data (F-74): `export_jobs` and `import_jobs`, and the reading of
+one job definition that jobs declared in code (F-75, jobs.declared) share.
+
+The format is JobSerializer's, one shape with the REST API: a list of jobs,
+each with every editable Job field and its `triggers` (every editable
+Trigger field, `exclude_calendars` as calendar names). Read-only state
+(next_run_at, runs_done, ...) is left out of an export and ignored on
+import; `id` is exported for reference. A definition is complete: a field it
+omits takes the model's default, and omitted `triggers` means none.
+
+Reading a definition has two steps, so that every path refuses the same
+input with the admin's message on the same field:
+
+1. `parse_definition`: JobSerializer converts the types (dates, calendar
+   names, choices); unknown fields are refused (a typo must not vanish).
+2. `plan_job`: jobs.definitions.plan_definition validates with the models'
+   full_clean() and matches the triggers against the stored ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import yaml
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+
+from .api.serializers import JobSerializer, TriggerSerializer
+from .definitions import JOB_FIELDS, TRIGGER_FIELDS, DefinitionPlan, plan_definition
+from .errors import TaktError
+from .models import Job, Trigger
+from .policies import TriggerKind
+from .services import stage_exclude_calendars, trigger_description
+
+FORMATS = ("yaml", "json")
+EXPORT_TRIGGER_FIELDS = (*TRIGGER_FIELDS, "exclude_calendars")
+
+
+class InvalidDefinition(TaktError, ValueError):
+    """One or more job definitions were refused. `problems` holds
+    (where, field, message) triples; str() is one line per problem, e.g.
+    ``TAKT_JOBS['nightly'].triggers[0].cron_expression: minute: 61 ...``."""
+
+    def __init__(self, problems: list[tuple[str, str, str]]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(_line(*p) for p in problems))
+
+    @property
+    def fields(self) -> list[str]:
+        return [f for _, f, _ in self.problems]
+
+
+def _line(where: str, field_path: str, message: str) -> str:
+    return f"{where}{field_path}: {message}" if field_path else f"{where.rstrip('.: ')}: {message}"
+
+
+# --- one definition -----------------------------------------------------------------
+
+
+class _Reader(JobSerializer):
+    """JobSerializer's fields and type conversion without its validate():
+    the rules are applied by plan_job, against the job this definition
+    matched (the serializer's own check refuses edits to code-managed jobs,
+    which the sync of declared jobs makes)."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return attrs
+
+
+@dataclass
+class Definition:
+    """A parsed job definition: `values` for every field in JOB_FIELDS,
+    `triggers` as plan_definition takes them, and the `id` it was exported
+    with (if any)."""
+
+    values: dict[str, Any]
+    triggers: list[dict[str, Any]]
+    id: Any = None
+
+
+def parse_definition(raw: Any, *, where: str) -> Definition:
+    """Convert one job in the export format. Raises InvalidDefinition naming
+    `where` and the field (also for fields the format does not know)."""
+    if not isinstance(raw, dict):
+        raise InvalidDefinition([(where, "", f"expected a mapping of fields, got {raw!r}")])
+    job_fields, trigger_fields = set(_Reader().fields), set(TriggerSerializer().fields)
+    problems = [(where, name, "unknown field") for name in raw if name not in job_fields]
+    triggers_raw = raw.get("triggers")
+    if isinstance(triggers_raw, list):
+        for i, entry in enumerate(triggers_raw):
+            if isinstance(entry, dict):
+                unknown = [n for n in entry if n not in trigger_fields]
+                problems += [(where, f"triggers[{i}].{n}", "unknown field") for n in unknown]
+    if "interval_minutes" in raw and "triggers" in raw:
+        problems.append((where, "interval_minutes", "give either interval_minutes or triggers"))
+    if problems:
+        raise InvalidDefinition(problems)
+    reader = _Reader(data=raw)
+    if not reader.is_valid():
+        raise InvalidDefinition([(where, path, msg) for path, msg in _walk(reader.errors, "")])
+    data = dict(reader.validated_data)
+    triggers = [_trigger_entry(t) for t in data.pop("triggers", [])]
+    minutes = data.pop("interval_minutes", None)
+    if minutes is not None:
+        triggers = [{"kind": TriggerKind.INTERVAL, "interval_seconds": minutes * 60}]
+    blank = Job()
+    values = {name: data.get(name, getattr(blank, name)) for name in JOB_FIELDS}
+    return Definition(values, triggers, raw.get("id"))
+
+
+def _trigger_entry(validated: Any) -> dict[str, Any]:
+    # Stored triggers are matched by schedule, never by an id from elsewhere.
+    return {k: v for k, v in dict(validated).items() if k != "id"}
+
+
+def _walk(errors: Any, path: str) -> Iterator[tuple[str, str]]:
+    """DRF's nested error data as (field path, message) pairs."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            if isinstance(key, int) or str(key).isdigit():  # a nested list's entries by index
+                yield from _walk(value, f"{path}[{key}]")
+                continue
+            name = "" if key in ("non_field_errors", "__all__") else str(key)
+            yield from _walk(value, f"{path}.{name}" if path and name else path or name)
+    elif isinstance(errors, list) and all(isinstance(e, str) for e in errors):
+        for message in errors:
+            yield path, str(message)
+    elif isinstance(errors, list):
+        for i, item in enumerate(errors):
+            yield from _walk(item, f"{path}[{i}]")
+    else:
+        yield path, str(errors)
+
+
+def plan_job(
+    job: Job | None, definition: Definition, *, where: str, now: datetime
+) -> DefinitionPlan:
+    """Validate `definition` against `job` (None: a new job) with the
+    admin's rules and return the plan. Raises InvalidDefinition naming the
+    field (for triggers: `triggers[i].field`). Writes nothing."""
+    checked = [_check_trigger(entry) for entry in definition.triggers]
+    triggers = [entry for entry, _ in checked]
+    try:
+        return plan_definition(job, dict(definition.values), triggers, now=now)
+    except ValidationError as exc:
+        problems = []
+        for name, messages in exc.message_dict.items():
+            if name == "triggers":
+                details = [
+                    (where, f"triggers[{i}].{f}" if f != "__all__" else f"triggers[{i}]", m)
+                    for i, (_, errors) in enumerate(checked)
+                    for f, ms in errors.items()
+                    for m in ms
+                ]
+                problems += details or [(where, "triggers", m) for m in messages]
+            else:
+                problems += [(where, "" if name == "__all__" else name, m) for m in messages]
+        raise InvalidDefinition(problems) from None
+
+
+def _check_trigger(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The trigger `entry` as validation normalises it (canonical time zone,
+    tidy cron), so that it matches the stored trigger it equals; and its
+    errors by field, which plan_definition reports without the field."""
+    values = {k: v for k, v in entry.items() if k != "exclude_calendars"}
+    calendars = list(entry.get("exclude_calendars", []))
+    trigger = Trigger(**values)
+    stage_exclude_calendars(trigger, calendars)
+    try:
+        trigger.full_clean(exclude=["job"])
+    except ValidationError as exc:
+        return entry, exc.message_dict
+    return {**{k: getattr(trigger, k) for k in values}, "exclude_calendars": calendars}, {}
+
+
+def plan_changes(before: dict[str, Any], plan: DefinitionPlan) -> list[str]:
+    """What `plan` changes on the job whose JOB_FIELDS were `before`, one
+    line each: ``priority: 5 → 3``, ``trigger added: every day at 03:00``."""
+    lines = [
+        f"{name}: {_show(before[name])} → {_show(getattr(plan.job, name))}"
+        for name in JOB_FIELDS
+        if before[name] != getattr(plan.job, name)
+    ]
+    lines += [f"trigger removed: {trigger_description(t)}" for t in plan.delete]
+    lines += [
+        f"trigger added: {trigger_description(t.trigger)}"
+        for t in plan.triggers or []
+        if t.trigger.pk is None
+    ]
+    return lines
+
+
+def job_state(job: Job | None) -> dict[str, Any]:
+    blank = job if job is not None else Job()
+    return {name: getattr(blank, name) for name in JOB_FIELDS}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+
+
+# --- export -----------------------------------------------------------------------
+
+
+def export_queryset(
+    keys: Iterable[str] = (), *, include_code_managed: bool = False
+) -> QuerySet[Job]:
+    """The jobs to export, in a stable order: those with `keys` (all must
+    exist, else InvalidDefinition), or every job; jobs declared in code only
+    when asked for by key or with `include_code_managed`."""
+    keys = list(keys)
+    jobs = Job.objects.order_by("name", "id").prefetch_related("triggers__exclude_calendars")
+    if keys:
+        missing = sorted(
+            set(keys) - set(Job.objects.filter(key__in=keys).values_list("key", flat=True))
+        )
+        if missing:
+            raise InvalidDefinition([("--key ", "", f"no job has the key {k!r}") for k in missing])
+        return jobs.filter(key__in=keys)
+    return jobs if include_code_managed else jobs.filter(code_managed=False)
+
+
+def export_data(jobs: Iterable[Job]) -> list[dict[str, Any]]:
+    """The jobs in the export format, as plain lists, dicts and scalars."""
+    exported = []
+    for data in JobSerializer(list(jobs), many=True).data:
+        entry = {"id": data["id"], **{name: data[name] for name in JOB_FIELDS}}
+        entry["triggers"] = [{n: t[n] for n in EXPORT_TRIGGER_FIELDS} for t in data["triggers"]]
+        exported.append(entry)
+    return json.loads(json.dumps(exported))  # plain types: safe_dump refuses DRF's dicts
+
+
+def dump(data: Any, fmt: str) -> str:
+    """`data` as YAML or JSON text; the same data always gives the same text."""
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def load(text: str, fmt: str) -> Any:
+    """Parse YAML (which also reads JSON) or JSON text. Raises InvalidDefinition."""
+    try:
+        return json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise InvalidDefinition([("file ", "", f"not valid {fmt.upper()}: {exc}")]) from None
+
+
+def format_of(path: str, given: str | None) -> str:
+    if given:
+        return given
+    return "json" if path.lower().endswith(".json") else "yaml"
+
+
+# --- import -----------------------------------------------------------------------
+
+
+@dataclass
+class ImportItem:
+    """One job of an import: `action` is create, update or unchanged."""
+
+    action: str
+    label: str
+    changes: list[str] = field(default_factory=list)
+    plan: DefinitionPlan | None = None
+
+
+def import_jobs(entries: Any, *, now: datetime, by: str, dry_run: bool = False) -> list[ImportItem]:
+    """Create or update the jobs in `entries` (a list in the export format),
+    in one transaction: a job with a `key` updates the job with that key; one
+    without updates the job whose id and name both match; else it is new.
+    Raises InvalidDefinition naming each refused job (entry number, key,
+    name) and field, and then nothing stored changes; a job whose key or id
+    belongs to a job declared in code is refused. `dry_run`: plan only."""
+    if not isinstance(entries, list):
+        raise InvalidDefinition([("file ", "", "expected a list of jobs (as export_jobs writes)")])
+    with transaction.atomic():
+        items = _plan_import(entries, now=now)
+        if not dry_run:
+            from .definitions import save_definition
+
+            for item in items:
+                if item.plan is not None and item.action != "unchanged":
+                    save_definition(item.plan, by=by, now=now)
+    return items
+
+
+def _plan_import(entries: list[Any], *, now: datetime) -> list[ImportItem]:
+    problems: list[tuple[str, str, str]] = []
+    items: list[ImportItem] = []
+    claimed: dict[int, str] = {}
+    for n, raw in enumerate(entries, start=1):
+        where = _label(n, raw) + ": "
+        try:
+            definition = parse_definition(raw, where=where)
+            job = _match(definition, where=where)
+            if job is not None and job.pk in claimed:
+                raise InvalidDefinition([(where, "", f"matches the same job as {claimed[job.pk]}")])
+            if job is not None:
+                claimed[job.pk] = where.rstrip(": ")
+            before = job_state(job)
+            plan = plan_job(job, definition, where=where, now=now)
+        except InvalidDefinition as exc:
+            problems += exc.problems
+            continue
+        changes = plan_changes(before, plan)
+        action = "create" if plan.creates else ("update" if changes else "unchanged")
+        items.append(ImportItem(action, where.rstrip(": "), changes, plan))
+    if problems:
+        raise InvalidDefinition(problems)
+    return items
+
+
+def _label(n: int, raw: Any) -> str:
+    if not isinstance(raw, dict):
+        return f"job {n}"
+    parts = [f"{k} {raw[k]!r}" for k in ("key", "name") if raw.get(k)]
+    return f"job {n} ({', '.join(parts)})" if parts else f"job {n}"
+
+
+def _match(definition: Definition, *, where: str) -> Job | None:
+    key = definition.values["key"]
+    if key:
+        job = Job.objects.filter(key=key).first()
+    elif definition.id is not None:
+        job = Job.objects.filter(
+            pk=_int_or_none(definition.id), name=definition.values["name"]
+        ).first()
+    else:
+        job = None
+    if job is not None and job.code_managed:
+        message = f"job #{job.pk} is declared in code (code_managed): change it there"
+        raise InvalidDefinition([(where, "key" if key else "id", message)])
+    return job
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
