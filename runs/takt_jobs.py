@@ -23,3 +23,6 @@ def maintenance(job: Any) -> dict[str, Any]:
     if failed:
         job.fail("; ".join(f"{f.title}: {f.detail}" for f in failed))
     return report.counts()
+
+
+from . import remote  # noqa: E402, F401  (registers takt.remote_run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from tests.processes import ROOT, Proc
+from tests.processes import ROOT, Proc, free_port
 
 STARTUP_TIMEOUT_S = 30
 
@@ -127,3 +128,28 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.1)
+
+
+@pytest.fixture
+def web(e2e_env: dict[str, str], tmp_path: Any) -> Iterator[str]:
+    """`manage.py runserver` on a free port; its URL."""
+    port = free_port()
+    proc = Proc(
+        "web",
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        e2e_env,
+        tmp_path,
+    )
+    proc.wait_for("Quit the server with", 30)
+    url = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers(url), 10, "the web server answers")
+    yield url
+    proc.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(f"{url}/admin/login/", timeout=2).close()
+    except OSError:
+        return False
+    return True

@@ -8,9 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
-import urllib.request
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +16,7 @@ from django.contrib.auth.models import User
 from jobs.models import Job
 from runs.models import Run, RunStatus
 from tests.integration.api_helpers import make_token
-from tests.processes import ROOT, Proc, free_port
+from tests.processes import ROOT, Proc
 
 from .conftest import wait_until
 
@@ -37,32 +34,6 @@ def doc_block(marker: str) -> str:
     match = re.search(rf"<!-- {marker} -->\s*```bash\n(.*?)```", DOC, re.S)
     assert match, f"docs/api.md has no {marker} block"
     return match.group(1)
-
-
-@pytest.fixture
-def web(
-    start_process: Callable[..., Proc], e2e_env: dict[str, str], tmp_path: Any
-) -> Iterator[str]:
-    port = free_port()
-    proc = Proc(
-        "web",
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        e2e_env,
-        tmp_path,
-    )
-    proc.wait_for("Quit the server with", 30)
-    url = f"http://127.0.0.1:{port}"
-    wait_until(lambda: _answers(url), 10, "the web server answers")
-    yield url
-    proc.stop()
-
-
-def _answers(url: str) -> bool:
-    try:
-        urllib.request.urlopen(f"{url}/admin/login/", timeout=2).close()
-    except OSError:
-        return False
-    return True
 
 
 def run_bash(script: str, *, stdin: str = "", cwd: Any, **env: str) -> str:
