@@ -180,9 +180,12 @@ def _check_trigger(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, lis
 
 def plan_changes(before: dict[str, Any], plan: DefinitionPlan) -> list[str]:
     """What `plan` changes on the job whose JOB_FIELDS were `before`, one
-    line each: ``priority: 5 → 3``, ``trigger added: every day at 03:00``."""
+    line each: ``priority: 5 → 3``, ``trigger added: every day at 03:00``;
+    for a new job, the fields off their defaults: ``priority: 3``."""
     lines = [
-        f"{name}: {_show(before[name])} → {_show(getattr(plan.job, name))}"
+        f"{name}: {_show(getattr(plan.job, name))}"
+        if plan.creates
+        else f"{name}: {_show(before[name])} → {_show(getattr(plan.job, name))}"
         for name in JOB_FIELDS
         if before[name] != getattr(plan.job, name)
     ]

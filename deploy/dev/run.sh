@@ -48,6 +48,7 @@ fi
 
 takt_say "Applying migrations ($(takt_describe_db))"
 python manage.py migrate --noinput
+python manage.py sync_jobs  # jobs declared in code (F-75); the beat syncs them again at start
 
 takt_say "Making sure an admin user exists"
 python manage.py takt_ensure_admin ||

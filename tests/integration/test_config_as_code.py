@@ -250,7 +250,8 @@ def test_sync_jobs_dry_run_shows_the_changes_and_writes_nothing():
         lines = sync_command("--dry-run", TAKT_JOBS={"nightly": NIGHTLY})
 
     assert lines[0] == "create     nightly"
-    assert "    priority: 5 → 3" in lines
+    assert lines[1:3] == ["    name: 'Nightly report'", "    key: 'nightly'"]
+    assert "    priority: 3" in lines
     assert lines[-1].startswith("dry run, nothing written: 1 created")
     assert not Job.objects.filter(key="nightly").exists()
 
