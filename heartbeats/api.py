@@ -24,7 +24,12 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -46,6 +51,15 @@ KIND_CHOICES = [
 # What PATCH may change; a job's heartbeat takes its deadline from the job.
 OUTSIDE_SETTINGS = ("deadline_s", "grace_s", "alert_after_failures", "reminder_s")
 JOB_SETTINGS = ("grace_s", "alert_after_failures", "reminder_s")
+
+
+# The refusals, as jobs.api.errors shapes them: {"<field>": ["…"]} or {"detail": "…"}.
+REFUSED = {
+    401: OpenApiResponse(description="No or a wrong API token"),
+    403: OpenApiResponse(description="Without the model permission, or a job-scoped token"),
+}
+INVALID = {400: OpenApiResponse(description="Errors by field: {field: [message, …]}")}
+NOT_FOUND = {404: OpenApiResponse(description="No such id")}
 
 
 def _kind() -> Case:
@@ -137,6 +151,10 @@ class HeartbeatFilter(filters.FilterSet):
         fields = ("state", "paused", "job")
 
 
+@extend_schema_view(
+    list=extend_schema(responses={200: HeartbeatSerializer(many=True), **INVALID, **REFUSED}),
+    retrieve=extend_schema(responses={200: HeartbeatSerializer, **NOT_FOUND, **REFUSED}),
+)
 class HeartbeatViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -149,12 +167,14 @@ class HeartbeatViewSet(
     serializer_class = HeartbeatSerializer
     filterset_class = HeartbeatFilter
     http_method_names = ["get", "patch", "head", "options"]
-    lookup_value_regex = r"[0-9]+"
 
     def get_queryset(self) -> QuerySet[Heartbeat]:
         return Heartbeat.objects.annotate(kind=_kind()).order_by("name", "id")
 
-    @extend_schema(request=HeartbeatChangeSerializer, responses=HeartbeatSerializer)
+    @extend_schema(
+        request=HeartbeatChangeSerializer,
+        responses={200: HeartbeatSerializer, **INVALID, **NOT_FOUND, **REFUSED},
+    )
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Change the fields given, checked as the admin checks them (the
         model's full_clean); errors name the field."""
@@ -220,19 +240,22 @@ class AlertFilter(filters.FilterSet):
         fields = ("severity", "seen", "key")
 
 
+@extend_schema_view(
+    list=extend_schema(responses={200: AlertSerializer(many=True), **INVALID, **REFUSED}),
+    retrieve=extend_schema(responses={200: AlertSerializer, **NOT_FOUND, **REFUSED}),
+)
 class AlertViewSet(viewsets.ReadOnlyModelViewSet):
     """Alerts, most recently seen first: one per key; a repeat raises its
     count and marks it unseen again (F-62)."""
 
     serializer_class = AlertSerializer
     filterset_class = AlertFilter
-    lookup_value_regex = r"[0-9]+"
     action_perms = {"seen": ["heartbeats.change_alert"]}
 
     def get_queryset(self) -> QuerySet[Alert]:
         return Alert.objects.order_by("-last_seen_at", "-id")
 
-    @extend_schema(request=None, responses=AlertSerializer)
+    @extend_schema(request=None, responses={200: AlertSerializer, **NOT_FOUND, **REFUSED})
     @action(detail=True, methods=["post"])
     def seen(self, request: Request, pk: str | None = None) -> Response:
         """Mark the alert as seen (an operator looked at it); a repeat of
