@@ -149,6 +149,8 @@ def _from_decorator(name: str, options: dict[str, Any]) -> Declaration:
     if len(given) > 1:
         raise ImproperlyConfigured(f"{where}{given[1]}: give one of {', '.join(SCHEDULE_OPTIONS)}")
     zone = options.pop("timezone", "")
+    if zone and not {"schedule", "every"} & set(given):
+        raise ImproperlyConfigured(f"{where}timezone: goes with schedule= or every=")
     schedule, every = options.pop("schedule", None), options.pop("every", None)
     if schedule is not None:
         options["triggers"] = [

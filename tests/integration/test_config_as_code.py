@@ -320,3 +320,24 @@ def test_a_post_to_a_code_managed_job_changes_only_the_operators_fields(admin_cl
     assert (job.target, job.priority, job.enabled) == ("tests.echo", 3, False)
     assert job.pause_note == "waiting for the new mail server"
     assert Trigger.objects.get(pk=trigger.pk).cron_expression == "0 3 * * *"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"schedule": "0 3 * * *", "every": 60}, r"\.every: give one of schedule, every, triggers"),
+        ({"timezone": "Europe/Berlin"}, r"\.timezone: goes with schedule= or every="),
+        ({"every": 1.5}, r"\.every: whole seconds or a timedelta"),
+        ({"schedule": "0 3 * * *", "target": "x"}, r"\.target: set by the decorator"),
+    ],
+)
+def test_a_bad_decorator_declaration_is_refused_naming_the_option(options, message):
+    @takt_job("tests.bad_declaration", **options)
+    def bad(job):
+        return None
+
+    with pytest.raises(
+        ImproperlyConfigured, match=r"@takt_job\('tests.bad_declaration'\)" + message
+    ):
+        sync()
+    assert not Job.objects.filter(key="tests.bad_declaration").exists()
