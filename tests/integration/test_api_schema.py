@@ -109,7 +109,7 @@ def checks_for(label: str) -> list:
 
 @schema.parametrize()
 @settings(
-    max_examples=10,
+    max_examples=5,
     derandomize=True,
     database=None,
     deadline=None,
