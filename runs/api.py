@@ -6,11 +6,13 @@ only (so another installation can follow the run it started)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
 from django_filters import rest_framework as filters
 from rest_framework import serializers, viewsets
+from rest_framework.exceptions import ValidationError
 
 from jobs.api.auth import is_user, job_token
 
@@ -59,15 +61,30 @@ class RunListSerializer(RunSerializer):
         read_only_fields = fields
 
 
+class UtcDateTimeFilter(filters.IsoDateTimeFilter):
+    """An ISO 8601 time, compared in UTC: any offset the parser accepts
+    (up to ±23:59) reaches the database as UTC (PostgreSQL refuses
+    offsets beyond ±15:59)."""
+
+    def filter(self, qs: QuerySet[Run], value: datetime | None) -> QuerySet[Run]:
+        if value is not None:
+            try:
+                value = value.astimezone(UTC)
+            except OverflowError:
+                name = next((n for n, f in self.parent.filters.items() if f is self), "")
+                raise ValidationError({name or self.field_name: ["out of range"]}) from None
+        return super().filter(qs, value)
+
+
 class RunFilter(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
     trigger = filters.MultipleChoiceFilter(choices=RunTrigger.choices)
-    enqueued_after = filters.IsoDateTimeFilter(field_name="enqueued_at", lookup_expr="gte")
-    enqueued_before = filters.IsoDateTimeFilter(field_name="enqueued_at", lookup_expr="lt")
-    scheduled_after = filters.IsoDateTimeFilter(field_name="scheduled_for", lookup_expr="gte")
-    scheduled_before = filters.IsoDateTimeFilter(field_name="scheduled_for", lookup_expr="lt")
-    finished_after = filters.IsoDateTimeFilter(field_name="finished_at", lookup_expr="gte")
-    finished_before = filters.IsoDateTimeFilter(field_name="finished_at", lookup_expr="lt")
+    enqueued_after = UtcDateTimeFilter(field_name="enqueued_at", lookup_expr="gte")
+    enqueued_before = UtcDateTimeFilter(field_name="enqueued_at", lookup_expr="lt")
+    scheduled_after = UtcDateTimeFilter(field_name="scheduled_for", lookup_expr="gte")
+    scheduled_before = UtcDateTimeFilter(field_name="scheduled_for", lookup_expr="lt")
+    finished_after = UtcDateTimeFilter(field_name="finished_at", lookup_expr="gte")
+    finished_before = UtcDateTimeFilter(field_name="finished_at", lookup_expr="lt")
 
     class Meta:
         model = Run

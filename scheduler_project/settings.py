@@ -192,6 +192,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "jobs.api.schema.add_error_responses",
+    ],
 }
 
 # Heartbeats and alerts (F-62, F-63, F-106). A heartbeat past its deadline

@@ -14,7 +14,6 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Min
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -125,7 +124,7 @@ class JobSerializer(ModelRulesSerializer):
         )
         extra_kwargs = {"key": {"validators": []}}  # uniqueness: model validation, one message
 
-    @extend_schema_field(OpenApiTypes.DATETIME)
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_next_run_at(self, obj: Job) -> Any:
         value = getattr(obj, "_next_run", None)
         if value is None and not hasattr(obj, "_next_run"):

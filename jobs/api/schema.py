@@ -1,0 +1,54 @@
+"""The served schema's error answers: drf-spectacular documents success
+bodies only, so this post-processing hook adds the refusals every operation
+can answer with (see jobs.api.errors): 400 where the request has a body or
+query parameters, 401 and 403 everywhere, 404 on paths with an id, 409
+where the queue switches refuse a run. Operations that document their own
+answer for a status keep it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR = {
+    "type": "object",
+    "description": (
+        "The fields at fault, each with a list of messages (`triggers` nested by index),"
+        ' or {"detail": "..."} when no field is.'
+    ),
+    "additionalProperties": True,
+}
+DESCRIPTIONS = {
+    "400": "Bad input: the fields at fault, nothing stored changed",
+    "401": "No valid credentials (a wrong, revoked or expired token)",
+    "403": "Not allowed (model permission, API trigger permission, job-scoped token, no CSRF token)",
+    "404": "No such object",
+    "409": "The queue is paused, or maintenance mode refuses the job",
+}
+
+
+def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> Any:
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            codes = ["401", "403"]
+            has_input = "requestBody" in operation or any(
+                p.get("in") == "query" for p in operation.get("parameters", [])
+            )
+            if has_input or method in ("post", "patch", "put"):
+                codes.append("400")
+            if "{" in path:
+                codes.append("404")
+            if path.rstrip("/").endswith("/run"):
+                codes.append("409")
+            responses = operation.setdefault("responses", {})
+            for code in codes:
+                responses.setdefault(
+                    code,
+                    {
+                        "description": DESCRIPTIONS[code],
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                        },
+                    },
+                )
+    return result
