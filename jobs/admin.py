@@ -10,7 +10,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import flatten_fieldsets
-from django.core.exceptions import ValidationError
 from django.db.models import Min, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -23,13 +22,11 @@ from django.views.decorators.http import require_POST
 from runs.models import Run, RunTrigger
 
 from . import services
-from . import triggers as core
-from .calendars import upcoming_days
-from .constraints import WEEKDAY_NAMES
+from .calendar_admin import HolidayCalendarAdmin  # noqa: F401  (registers it)
 from .definitions import OPERATOR_FIELDS
 from .errors import TaktError
-from .models import HolidayCalendar, Job, Trigger
-from .policies import ApiTriggerPermission
+from .models import Job
+from .trigger_admin import TriggerInline
 
 HISTORY_ROWS = 25
 
@@ -45,177 +42,6 @@ class BackfillForm(forms.Form):
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             self.add_error("end", "must not be before the start")
         return data
-
-
-PREVIEW_COUNT = 5
-CALENDAR_PREVIEW_COUNT = 10
-
-
-WEEKDAY_CHOICES = [(str(day), name[:3]) for day, name in enumerate(WEEKDAY_NAMES)]
-_SHOWN = "__shown"
-
-
-class WeekdaysWidget(forms.CheckboxSelectMultiple):
-    """A box per weekday, plus a hidden marker: a form posted without the
-    field at all (a script, an old page) keeps the stored days, while
-    unticking every box is an empty choice, which validation refuses."""
-
-    def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> str:
-        marker = format_html('<input type="hidden" name="{}" value="1">', name + _SHOWN)
-        return super().render(name, value, attrs, renderer) + marker
-
-    def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
-        return name + _SHOWN not in data
-
-    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
-        if name + _SHOWN not in data:
-            return None
-        return super().value_from_datadict(data, files, name)
-
-
-class WeekdaysField(forms.MultipleChoiceField):
-    """Trigger.weekdays ("01234" = Monday to Friday) as checkboxes."""
-
-    widget = WeekdaysWidget
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=WEEKDAY_CHOICES, required=False, **kwargs)
-
-    def prepare_value(self, value: Any) -> Any:
-        return list(value) if isinstance(value, str) else value
-
-    def clean(self, value: Any) -> str:
-        return "".join(sorted(super().clean(value)))
-
-    def has_changed(self, initial: Any, data: Any) -> bool:
-        return data is not None and super().has_changed(initial, data)
-
-
-class TriggerForm(forms.ModelForm):
-    weekdays = WeekdaysField(label="Weekdays", help_text="The days it may fire on.")
-    exclude_calendars = forms.ModelMultipleChoiceField(
-        HolidayCalendar.objects.all(),
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="Never fire on the days of these holiday calendars (Jobs › Holiday calendars).",
-    )
-
-    class Meta:
-        model = Trigger
-        fields = "__all__"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if "jitter_seconds" in self.fields:
-            self.fields["jitter_seconds"].required = False  # empty: no jitter
-
-    def clean_jitter_seconds(self) -> int:
-        value = self.cleaned_data.get("jitter_seconds")
-        return 0 if value is None else int(value)
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        if "exclude_calendars" in cleaned:
-            # Validation and the trigger's save see the chosen calendars
-            # before the form writes them (after the trigger).
-            services.stage_exclude_calendars(self.instance, cleaned["exclude_calendars"])
-        return cleaned
-
-
-class TriggerInline(admin.StackedInline):
-    """Triggers in the job editor. trigger_inline.js shows the fields of the
-    chosen kind (and, for calendar presets, of the chosen rule)."""
-
-    model = Trigger
-    form = TriggerForm
-    extra = 0
-    fieldsets = (
-        (
-            None,
-            {
-                "fields": (
-                    ("kind", "enabled"),
-                    "timezone",
-                    "cron_expression",
-                    ("interval_seconds", "interval_anchor", "start_at"),
-                    "run_at",
-                )
-            },
-        ),
-        ("Calendar preset", {"fields": ("calendar_rule", ("at_time", "day_of_month", "month"))}),
-        (
-            "Weekdays, time window and excluded days",
-            {"fields": ("weekdays", ("window_start", "window_end"), "exclude_calendars")},
-        ),
-        (None, {"fields": ("jitter_seconds", ("next_run_at", "upcoming"))}),
-    )
-    readonly_fields = ("next_run_at", "upcoming")
-
-    # F-75: the triggers of a job declared in code are changed in code.
-    def has_add_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
-        return not (obj and obj.code_managed) and super().has_add_permission(request, obj)
-
-    def has_change_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
-        return not (obj and obj.code_managed) and super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
-        return not (obj and obj.code_managed) and super().has_delete_permission(request, obj)
-
-    class Media:
-        js = ("jobs/trigger_inline.js",)
-
-    @admin.display(description="Next fire times (check schedule)")
-    def upcoming(self, obj: Trigger) -> str:
-        if obj.pk is None:
-            return "Save to see the next fire times."
-        now = timezone.now()
-        try:
-            spec = services.trigger_spec(obj, now=now)
-            times = core.compute_fire_times(spec, after=now, count=PREVIEW_COUNT)
-        except (ValueError, core.TriggerError) as exc:
-            return str(exc)
-        except ValidationError as exc:
-            return "; ".join(exc.messages)
-        if not times:
-            return "Never fires again."
-        return format_html_join("", "{}<br>", ((t.isoformat(timespec="seconds"),) for t in times))
-
-
-@admin.register(HolidayCalendar)
-class HolidayCalendarAdmin(admin.ModelAdmin):
-    """Named days that triggers skip (F-105). Changing or deleting a
-    calendar recomputes the next run of the triggers that use it."""
-
-    list_display = ("name", "country", "subdivision", "description", "updated_at")
-    search_fields = ("name", "description", "country")
-    fields = ("name", "description", ("country", "subdivision"), "extra_dates", "next_days")
-    readonly_fields = ("next_days",)
-
-    @admin.display(description=f"Next {CALENDAR_PREVIEW_COUNT} days")
-    def next_days(self, obj: HolidayCalendar) -> str:
-        if obj.pk is None:
-            return "Save to see the next days."
-        try:
-            days = upcoming_days(obj, today=timezone.localdate(), count=CALENDAR_PREVIEW_COUNT)
-        except ValidationError as exc:
-            return "; ".join(exc.messages)
-        if not days:
-            return "No days in the next 5 years."
-        return format_html_join("", "{} {}<br>", ((d.isoformat(), name) for d, name in days))
-
-    def save_model(
-        self, request: HttpRequest, obj: HolidayCalendar, form: Any, change: bool
-    ) -> None:
-        super().save_model(request, obj, form, change)
-        if change and {"country", "subdivision", "extra_dates"} & set(form.changed_data):
-            ids = obj.triggers.values_list("pk", flat=True)
-            services.refresh_calendar_triggers(ids, now=timezone.now())
-
-    def delete_model(self, request: HttpRequest, obj: HolidayCalendar) -> None:
-        services.delete_calendars(HolidayCalendar.objects.filter(pk=obj.pk), now=timezone.now())
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[HolidayCalendar]) -> None:
-        services.delete_calendars(queryset, now=timezone.now())
 
 
 @admin.register(Job)
@@ -244,7 +70,7 @@ class JobAdmin(admin.ModelAdmin):
             {
                 "fields": (
                     ("priority", "queue"),
-                    "api_trigger_permission",
+                    ("api_trigger_permission", "allowed_during_maintenance"),
                     ("timeout_s", "timeout_action"),
                     ("overlap_policy", "max_instances", "max_buffered"),
                     ("missed_run_policy", "catchup_pick", "catchup_max_runs", "catchup_window_s"),
@@ -281,6 +107,7 @@ class JobAdmin(admin.ModelAdmin):
                 "classes": ("collapse",),
                 "fields": (
                     "heartbeat_deadline_s",
+                    "notify",
                     "owner",
                     "notes",
                     "code_managed",
@@ -298,18 +125,6 @@ class JobAdmin(admin.ModelAdmin):
             .annotate(_next_run=Min("triggers__next_run_at"))
             .prefetch_related("triggers")
         )
-
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        form = super().get_form(request, obj, change, **kwargs)
-        field = form.base_fields.get("api_trigger_permission")
-        if field is not None:
-            # A form posted without it (a script, an older page) keeps the
-            # stored value, as WeekdaysWidget does for a trigger's days.
-            field.required = False
-            field.empty_value = getattr(obj, "api_trigger_permission", ApiTriggerPermission.OFF)
-        return form
 
     def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> Any:
         """F-75: a job declared in code is edited there; the operator keeps

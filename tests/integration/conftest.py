@@ -75,6 +75,7 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         "kind": job.kind,
         "target": job.target,
         "params": json.dumps(job.params),
+        "notify": json.dumps(job.notify),
         "heartbeat_deadline_s": "",
         "owner": "",
         "notes": "",
@@ -87,9 +88,10 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         "priority", "queue", "timeout_s", "timeout_action", "overlap_policy", "max_instances",
         "max_buffered", "missed_run_policy", "catchup_pick", "catchup_max_runs", "max_retries",
         "retry_backoff_s", "retry_backoff_factor", "retry_backoff_max_s", "retry_jitter",
-        "non_retryable_exceptions", "pause_note",
+        "non_retryable_exceptions", "pause_note", "api_trigger_permission",
     ):  # fmt: skip
         data[name] = getattr(job, name)
-    if job.enabled:
-        data["enabled"] = "on"
+    for flag in ("enabled", "allowed_during_maintenance", "retry_on_timeout"):
+        if getattr(job, flag):
+            data[flag] = "on"
     return data
