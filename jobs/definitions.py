@@ -27,6 +27,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from . import triggers as core
 from .models import HolidayCalendar, Job, Trigger
 from .services import SCHEDULE_FIELDS, stage_exclude_calendars
 
@@ -150,7 +151,7 @@ def _plan_triggers(
                 errors.append({"id": [f"job has no trigger with id {trigger_id}"]})
                 continue
         else:
-            wanted = _schedule_key({**_defaults(), **entry}, calendars)
+            wanted = _schedule_key({**_defaults(), **_normalised(entry)}, calendars)
             for pk, candidate in list(unmatched.items()):
                 if _stored_key(candidate) == wanted:
                     trigger = unmatched.pop(pk)
@@ -169,6 +170,23 @@ def _plan_triggers(
         errors.append({})
         plans.append(TriggerPlan(trigger, calendars))
     return plans, list(unmatched.values()), errors
+
+
+def _normalised(entry: dict[str, Any]) -> dict[str, Any]:
+    """The spellings validation stores (canonical zone, tidy cron, sorted
+    weekdays), so that `europe/berlin` matches a stored `Europe/Berlin`.
+    A value that does not parse is left for validation to refuse."""
+    entry = dict(entry)
+    try:
+        if entry.get("timezone"):
+            entry["timezone"] = core.canonical_timezone(entry["timezone"])
+        if entry.get("cron_expression"):
+            entry["cron_expression"] = core.normalize_cron(entry["cron_expression"])
+    except (core.TriggerError, TypeError, ValueError):
+        pass
+    if isinstance(entry.get("weekdays"), str):
+        entry["weekdays"] = "".join(sorted(set(entry["weekdays"])))
+    return entry
 
 
 def _defaults() -> dict[str, Any]:

@@ -353,3 +353,19 @@ def test_the_schema_is_served(client: Any) -> None:
     assert response.status_code == 200
     text = response.content.decode()
     assert "/api/v1/jobs/{id}/run" in text and "interval_minutes" in text
+
+
+def test_resending_a_trigger_in_another_spelling_keeps_it(client: Any, cron_job: Job) -> None:
+    """A trigger list sent again, in the spellings a user types, keeps the
+    stored trigger (and its next fire time) instead of recreating it."""
+    stored = Trigger.objects.get(job=cron_job)
+    Trigger.objects.filter(pk=stored.pk).update(timezone="Europe/Berlin", weekdays="01234")
+    entry = {
+        "kind": "cron",
+        "cron_expression": "0  3 * * *",
+        "timezone": "europe/berlin",
+        "weekdays": "43210",
+    }
+    response = write(client, "patch", f"/api/v1/jobs/{cron_job.pk}", {"triggers": [entry]})
+    assert response.status_code == 200, response.json()
+    assert [t["id"] for t in response.json()["triggers"]] == [stored.pk]
