@@ -26,16 +26,21 @@ from datetime import datetime
 from typing import Any
 
 import yaml
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 
 from .api.serializers import JobSerializer, TriggerSerializer
-from .definitions import JOB_FIELDS, TRIGGER_FIELDS, DefinitionPlan, plan_definition
+from .definitions import (
+    JOB_FIELDS,
+    TRIGGER_FIELDS,
+    DefinitionInvalid,
+    DefinitionPlan,
+    plan_definition,
+)
 from .errors import TaktError
-from .models import Job, Trigger
+from .models import Job
 from .policies import TriggerKind
-from .services import stage_exclude_calendars, trigger_description
+from .services import trigger_description
 
 FORMATS = ("yaml", "json")
 EXPORT_TRIGGER_FIELDS = (*TRIGGER_FIELDS, "exclude_calendars")
@@ -143,39 +148,11 @@ def plan_job(
     """Validate `definition` against `job` (None: a new job) with the
     admin's rules and return the plan. Raises InvalidDefinition naming the
     field (for triggers: `triggers[i].field`). Writes nothing."""
-    checked = [_check_trigger(entry) for entry in definition.triggers]
-    triggers = [entry for entry, _ in checked]
     try:
-        return plan_definition(job, dict(definition.values), triggers, now=now)
-    except ValidationError as exc:
-        problems = []
-        for name, messages in exc.message_dict.items():
-            if name == "triggers":
-                details = [
-                    (where, f"triggers[{i}].{f}" if f != "__all__" else f"triggers[{i}]", m)
-                    for i, (_, errors) in enumerate(checked)
-                    for f, ms in errors.items()
-                    for m in ms
-                ]
-                problems += details or [(where, "triggers", m) for m in messages]
-            else:
-                problems += [(where, "" if name == "__all__" else name, m) for m in messages]
+        return plan_definition(job, dict(definition.values), definition.triggers, now=now)
+    except DefinitionInvalid as exc:
+        problems = [(where, path, message) for path, message in _walk(exc.errors, "")]
         raise InvalidDefinition(problems) from None
-
-
-def _check_trigger(entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """The trigger `entry` as validation normalises it (canonical time zone,
-    tidy cron), so that it matches the stored trigger it equals; and its
-    errors by field, which plan_definition reports without the field."""
-    values = {k: v for k, v in entry.items() if k != "exclude_calendars"}
-    calendars = list(entry.get("exclude_calendars", []))
-    trigger = Trigger(**values)
-    stage_exclude_calendars(trigger, calendars)
-    try:
-        trigger.full_clean(exclude=["job"])
-    except ValidationError as exc:
-        return entry, exc.message_dict
-    return {**{k: getattr(trigger, k) for k in values}, "exclude_calendars": calendars}, {}
 
 
 def plan_changes(before: dict[str, Any], plan: DefinitionPlan) -> list[str]:
