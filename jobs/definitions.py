@@ -29,6 +29,7 @@ from django.db import transaction
 
 from . import triggers as core
 from .models import HolidayCalendar, Job, Trigger
+from .policies import TriggerKind
 from .services import SCHEDULE_FIELDS, stage_exclude_calendars
 
 # Fields a definition carries, derived from the models so a new field
@@ -101,11 +102,16 @@ def plan_definition(
     triggers: list[dict[str, Any]] | None,
     *,
     now: datetime,
+    past_once_fired: bool = False,
 ) -> DefinitionPlan:
     """Apply `values` (job fields) and `triggers` (a list of trigger field
     dicts, `exclude_calendars` as HolidayCalendar objects, optional `id`) to
     `job` or a new job, in memory, and validate everything. Raises
-    DefinitionInvalid naming the fields; changes nothing stored."""
+    DefinitionInvalid naming the fields; changes nothing stored.
+
+    A new once trigger whose time has passed is refused, as in the admin;
+    with `past_once_fired` (imports: a job exported after its once trigger
+    fired) it is taken as fired: stored, with no next run."""
     job = job if job is not None else Job()
     changes = {}
     for name, value in values.items():
@@ -120,7 +126,9 @@ def plan_definition(
         errors.update(exc.message_dict)
     plan = DefinitionPlan(job, None, changes=changes, pause_changed="paused" in changes)
     if triggers is not None:
-        plan.triggers, plan.delete, trigger_errors = _plan_triggers(job, triggers, now=now)
+        plan.triggers, plan.delete, trigger_errors = _plan_triggers(
+            job, triggers, now=now, past_once_fired=past_once_fired
+        )
         if any(trigger_errors):
             # As DRF reports a nested list: only the refused entries, by index.
             errors["triggers"] = {str(i): e for i, e in enumerate(trigger_errors) if e}
@@ -134,7 +142,7 @@ def plan_definition(
 
 
 def _plan_triggers(
-    job: Job, entries: list[dict[str, Any]], *, now: datetime
+    job: Job, entries: list[dict[str, Any]], *, now: datetime, past_once_fired: bool = False
 ) -> tuple[list[TriggerPlan], list[Trigger], list[dict[str, list[str]]]]:
     stored = {t.pk: t for t in job.triggers.all()} if job.pk is not None else {}
     unmatched = dict(stored)
@@ -162,6 +170,10 @@ def _plan_triggers(
         for name, value in entry.items():
             setattr(trigger, name, value)
         stage_exclude_calendars(trigger, calendars)
+        if past_once_fired and trigger.pk is None and _fired_once(trigger, now=now):
+            # Validation refuses a once time in the past only when it is
+            # new or changed: present this one as stored already.
+            trigger._loaded_values = {"run_at": trigger.run_at}  # type: ignore[attr-defined]
         try:
             trigger.full_clean(exclude=["job"])
         except ValidationError as exc:
@@ -170,6 +182,11 @@ def _plan_triggers(
         errors.append({})
         plans.append(TriggerPlan(trigger, calendars))
     return plans, list(unmatched.values()), errors
+
+
+def _fired_once(trigger: Trigger, *, now: datetime) -> bool:
+    run_at = trigger.run_at
+    return trigger.kind == TriggerKind.ONCE and isinstance(run_at, datetime) and run_at <= now
 
 
 def _normalised(entry: dict[str, Any]) -> dict[str, Any]:

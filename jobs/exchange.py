@@ -149,7 +149,9 @@ def plan_job(
     admin's rules and return the plan. Raises InvalidDefinition naming the
     field (for triggers: `triggers[i].field`). Writes nothing."""
     try:
-        return plan_definition(job, dict(definition.values), definition.triggers, now=now)
+        return plan_definition(
+            job, dict(definition.values), definition.triggers, now=now, past_once_fired=True
+        )
     except DefinitionInvalid as exc:
         problems = [(where, path, message) for path, message in _walk(exc.errors, "")]
         raise InvalidDefinition(problems) from None

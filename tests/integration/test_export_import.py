@@ -282,3 +282,22 @@ def test_two_entries_for_one_job_and_unreadable_files_are_refused(jobs, tmp_path
         import_file(path)
     with pytest.raises(CommandError, match="cannot read"):
         import_file(tmp_path / "missing.yaml")
+
+
+def test_a_once_trigger_that_fired_round_trips_as_fired(tmp_path):
+    """A new once trigger in the past is refused (as in the admin), but an
+    exported one that fired already imports as fired: no next run."""
+    job = make_job("One-off", key="one-off")
+    make_trigger(job, created_at=T0, kind="once", run_at=utc(2025, 3, 30, 6, 0))
+    later = utc(2025, 4, 2, 12, 0)
+    path = tmp_path / "jobs.yaml"
+    with time_machine.travel(later, tick=False):
+        Trigger = job.triggers.model
+        Trigger.objects.filter(job=job).update(
+            next_run_at=None, last_fired_at=utc(2025, 3, 30, 6, 0)
+        )
+        call_command("export_jobs", "--key", "one-off", "--output", str(path), stderr=StringIO())
+        job.delete()
+        assert import_file(path)[-1] == "1 create, 0 update, 0 unchanged"
+    [trigger] = Job.objects.get(key="one-off").triggers.all()
+    assert trigger.run_at == utc(2025, 3, 30, 6, 0) and trigger.next_run_at is None
