@@ -76,6 +76,19 @@ class TriggerSerializer(ModelRulesSerializer):
         return trigger_description(obj)
 
 
+# Kept by Takt, shown read-only: the pause's who and when, counters, times.
+JOB_STATE = (
+    "code_managed",
+    "paused_by",
+    "paused_at",
+    "consecutive_failures",
+    "runs_done",
+    "dropped_retries",
+    "created_at",
+    "updated_at",
+)
+
+
 class JobSerializer(ModelRulesSerializer):
     """A job with its triggers. Writing `triggers` replaces the job's list
     (entries with an `id` update that trigger); writing `interval_minutes`
@@ -97,31 +110,8 @@ class JobSerializer(ModelRulesSerializer):
 
     class Meta:
         model = Job
-        fields = (
-            "id",
-            *JOB_FIELDS,
-            "triggers",
-            "interval_minutes",
-            "next_run_at",
-            "code_managed",
-            "paused_by",
-            "paused_at",
-            "consecutive_failures",
-            "runs_done",
-            "dropped_retries",
-            "created_at",
-            "updated_at",
-        )
-        read_only_fields = (
-            "code_managed",
-            "paused_by",
-            "paused_at",
-            "consecutive_failures",
-            "runs_done",
-            "dropped_retries",
-            "created_at",
-            "updated_at",
-        )
+        fields = ("id", *JOB_FIELDS, "triggers", "interval_minutes", "next_run_at", *JOB_STATE)
+        read_only_fields = JOB_STATE
         extra_kwargs = {"key": {"validators": []}}  # uniqueness: model validation, one message
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
