@@ -18,7 +18,7 @@ from django.core.validators import URLValidator, validate_email
 from .envconfig import env_bool, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("TAKT_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR = Path(env_str("TAKT_VAR_DIR", "").strip() or BASE_DIR / "var")  # empty: the default
 
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "takt-development-key-change-me-in-production")
 DEBUG = env_bool("DJANGO_DEBUG", True)
