@@ -8,6 +8,5 @@ class JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import registry, token_admin  # noqa: F401  (registers the API token admin)
-        from .api import auth  # noqa: F401  (the schema extension for API tokens)
 
         registry.autodiscover()

@@ -43,8 +43,16 @@ class TaktScheduler(Scheduler):
         """F-75: sync the jobs declared in code once, at start. A bad
         declaration raises ImproperlyConfigured naming the key and field,
         which stops the beat before it schedules anything."""
+        from django.conf import settings
         from django.utils import timezone
 
+        from . import registry
+        from .models import Job
+
+        declared = settings.TAKT_JOBS or settings.TAKT_JOBS_FILE or registry.declared_by_decorator()
+        if not declared and not Job.objects.filter(code_managed=True, key__isnull=False).exists():
+            # Nothing to sync: spare the beat the serializers' imports (~20 MB).
+            return
         from .declared import sync_declared_jobs
 
         report = sync_declared_jobs(now=timezone.now())

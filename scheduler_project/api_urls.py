@@ -11,6 +11,8 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+import jobs.api.auth  # noqa: F401, E402  (its schema extension describes API tokens)
+
 APPS_WITH_ROUTES = ("jobs.api.views", "runs.api", "heartbeats.api")
 
 
