@@ -17,8 +17,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import queue, services
+from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
 from jobs.policies import ApiTriggerPermission
+from runs.api import RunSerializer  # the API is glue over all apps, like the admin
+from runs.services import enqueue_job
 
 from .auth import is_user, job_token
 from .serializers import JobSerializer, RunRequestSerializer
@@ -101,8 +104,10 @@ class JobViewSet(
             )
         ],
         responses={
-            201: OpenApiResponse(description="A new run"),
-            200: OpenApiResponse(description="The run made earlier with this Idempotency-Key"),
+            201: OpenApiResponse(RunSerializer, description="A new run"),
+            200: OpenApiResponse(
+                RunSerializer, description="The run made earlier with this Idempotency-Key"
+            ),
         },
     )
     @action(detail=True, methods=["post"])
@@ -110,9 +115,6 @@ class JobViewSet(
         """Start a run now (or at `run_at`), as the job's API trigger
         permission allows: `off` refuses everyone, `authenticated` admits
         users and this job's tokens, `token` only this job's tokens."""
-        from runs.api import RunSerializer
-        from runs.services import enqueue_job
-
         job = self._job(pk)
         self._check_trigger_permission(request, job)
         body = RunRequestSerializer(data=request.data)
@@ -137,8 +139,6 @@ class JobViewSet(
             if token is not None and not is_user(self.request):
                 # Do not tell a job token which other jobs exist.
                 raise PermissionDenied(f"this token is for job #{token.job_id} only")
-            from jobs.errors import JobNotFound
-
             raise JobNotFound(f"no job with id {pk!r}")
         return job
 
