@@ -183,6 +183,11 @@ def _publish_if_due(run: Run, *, now: datetime) -> None:
         publish_after_commit([run])
 
 
+def run_with_key(job_id: int, key: str) -> Run | None:
+    """The job's run holding dedupe `key`, if any (at most one: unique index)."""
+    return Run.objects.filter(job_id=job_id, dedupe_key=key).first()
+
+
 def _enqueue_once(
     job: Job, key: str, *, now: datetime, scheduled_for: datetime, **run_fields: Any
 ) -> Run:
@@ -200,7 +205,7 @@ def _enqueue_once(
         raise InvalidInput("dedupe_key", "at most 200 characters")
     window = timedelta(seconds=settings.TAKT_DEDUPE_WINDOW_SECONDS)
     for _attempt in range(3):
-        existing = Run.objects.filter(job_id=job.pk, dedupe_key=key).first()
+        existing = run_with_key(job.pk, key)
         if existing is not None and existing.enqueued_at > now - window:
             existing.deduplicated = True  # type: ignore[attr-defined]
             return existing
