@@ -369,3 +369,12 @@ def test_resending_a_trigger_in_another_spelling_keeps_it(client: Any, cron_job:
     response = write(client, "patch", f"/api/v1/jobs/{cron_job.pk}", {"triggers": [entry]})
     assert response.status_code == 200, response.json()
     assert [t["id"] for t in response.json()["triggers"]] == [stored.pk]
+
+
+def test_the_swagger_ui_is_served_without_a_cdn(client: Any) -> None:
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/api/v1/docs").content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in page
+    assert "cdn" not in page.lower()
+    assert finders.find("drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
