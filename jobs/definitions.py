@@ -34,11 +34,7 @@ from .services import SCHEDULE_FIELDS, stage_exclude_calendars
 
 # Fields a definition carries, derived from the models so a new field
 # round-trips through export and import without being listed here.
-JOB_FIELDS = tuple(
-    f.name
-    for f in Job._meta.concrete_fields
-    if f.editable and not f.primary_key and f.name not in ("paused",)
-) + ("paused",)
+JOB_FIELDS = tuple(f.name for f in Job._meta.concrete_fields if f.editable and not f.primary_key)
 TRIGGER_FIELDS = tuple(
     f.name
     for f in Trigger._meta.concrete_fields
@@ -76,8 +72,7 @@ class DefinitionPlan:
     job: Job
     triggers: list[TriggerPlan] | None  # None: leave the stored triggers alone
     delete: list[Trigger] = field(default_factory=list)
-    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    pause_changed: bool = False
+    pause_changed: bool = False  # `paused` is set and differs from the stored job's
 
     @property
     def creates(self) -> bool:
@@ -113,18 +108,15 @@ def plan_definition(
     with `past_once_fired` (imports: a job exported after its once trigger
     fired) it is taken as fired: stored, with no next run."""
     job = job if job is not None else Job()
-    changes = {}
+    pause_changed = "paused" in values and (job.pk is None or job.paused != values["paused"])
     for name, value in values.items():
-        old = getattr(job, name) if job.pk is not None else None
-        if job.pk is None or old != value:
-            changes[name] = (old, value)
         setattr(job, name, value)
     errors: dict[str, Any] = {}
     try:
         job.full_clean()
     except ValidationError as exc:
         errors.update(exc.message_dict)
-    plan = DefinitionPlan(job, None, changes=changes, pause_changed="paused" in changes)
+    plan = DefinitionPlan(job, None, pause_changed=pause_changed)
     if triggers is not None:
         plan.triggers, plan.delete, trigger_errors = _plan_triggers(
             job, triggers, now=now, past_once_fired=past_once_fired
@@ -132,10 +124,6 @@ def plan_definition(
         if any(trigger_errors):
             # As DRF reports a nested list: only the refused entries, by index.
             errors["triggers"] = {str(i): e for i, e in enumerate(trigger_errors) if e}
-        elif job.pk is not None and (
-            plan.delete or any(t.trigger.pk is None for t in plan.triggers)
-        ):
-            plan.changes["triggers"] = ("…", "…")
     if errors:
         raise DefinitionInvalid(errors)
     return plan
@@ -144,8 +132,9 @@ def plan_definition(
 def _plan_triggers(
     job: Job, entries: list[dict[str, Any]], *, now: datetime, past_once_fired: bool = False
 ) -> tuple[list[TriggerPlan], list[Trigger], list[dict[str, list[str]]]]:
-    stored = {t.pk: t for t in job.triggers.all()} if job.pk is not None else {}
-    unmatched = dict(stored)
+    unmatched = {t.pk: t for t in job.triggers.all()} if job.pk is not None else {}
+    stored_keys = {pk: _stored_key(t) for pk, t in unmatched.items()}  # one read each
+    defaults = _defaults()
     plans: list[TriggerPlan] = []
     errors: list[dict[str, list[str]]] = []
     for entry in entries:
@@ -159,11 +148,9 @@ def _plan_triggers(
                 errors.append({"id": [f"job has no trigger with id {trigger_id}"]})
                 continue
         else:
-            wanted = _schedule_key({**_defaults(), **_normalised(entry)}, calendars)
-            for pk, candidate in list(unmatched.items()):
-                if _stored_key(candidate) == wanted:
-                    trigger = unmatched.pop(pk)
-                    break
+            wanted = _schedule_key({**defaults, **_normalised(entry)}, calendars)
+            pk = next((pk for pk in unmatched if stored_keys[pk] == wanted), None)
+            trigger = unmatched.pop(pk) if pk is not None else None
         trigger = trigger or Trigger()
         if trigger.pk is None:
             trigger.job = job if job.pk is not None else None  # type: ignore[assignment]
