@@ -29,6 +29,8 @@ from typing import Any
 
 from jobs.registry import takt_job
 
+from .context import JobFailed
+
 FINISHED = {"succeeded", "failed", "timed_out", "skipped", "cancelled", "lost"}
 
 
@@ -86,8 +88,7 @@ def remote_run(job: Any) -> dict[str, Any]:
             time.sleep(poll_s)
             _status, run = _call("GET", f"{base}/api/v1/runs/{run['id']}", token)
     except RemoteError as exc:
-        job.fail(str(exc))
-        raise  # unreachable: fail() raises
+        raise JobFailed(str(exc)) from None  # what job.fail() raises
     job.log(f"remote run #{run['id']} ended {run['status']}: {run.get('message', '')}".rstrip(": "))
     if run["status"] != "succeeded":
         job.fail(f"remote run #{run['id']} ended {run['status']}")

@@ -12,6 +12,7 @@ permission (jobs.api.views.JobViewSet.run).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -22,6 +23,8 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from jobs.tokens import ApiToken, token_id_of
+
+LAST_USED_EVERY = timedelta(minutes=1)
 
 
 class CsrfHeaderAliasMiddleware:
@@ -63,7 +66,9 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             )
         if token.user is not None and not token.user.is_active:
             raise exceptions.AuthenticationFailed("Authorization: the token's user is inactive")
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_EVERY:
+            # Not a write per request: the last use to the minute is enough.
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return (token.user or AnonymousUser(), token)
 
     def authenticate_header(self, request: Request) -> str:
@@ -99,10 +104,10 @@ class ModelPermissions(permissions.DjangoModelPermissions):
             return getattr(view, "action", None) in getattr(view, "job_token_actions", ())
         if not is_user(request):
             return False
-        perms_map = getattr(view, "action_perms", {})
+        action_perms = getattr(view, "action_perms", {})
         action = getattr(view, "action", None)
-        if action in perms_map:
-            return bool(request.user.has_perms(perms_map[action]))
+        if action in action_perms:
+            return bool(request.user.has_perms(action_perms[action]))
         return super().has_permission(request, view)
 
 

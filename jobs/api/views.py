@@ -216,7 +216,10 @@ class MaintenanceSerializer(serializers.Serializer):
 class QueueViewSet(viewsets.ViewSet):
     """The queue (F-28, F-29, F-92): its state, pause/resume, maintenance."""
 
-    queryset = QueueState.objects.none()  # for ModelPermissions: jobs.*_queuestate
+    # ModelPermissions falls back to the model's permissions for a request
+    # no action names (an unrouted method): jobs.*_queuestate.
+    queryset = QueueState.objects.none()
+
     action_perms = {
         "status": ["jobs.view_queuestate"],
         "pause": ["jobs.change_queuestate"],
