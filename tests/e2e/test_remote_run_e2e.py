@@ -39,7 +39,16 @@ def test_a_job_here_starts_and_waits_for_a_job_of_another_installation(
             "params": {"x": 2},
         },
     )
-    start_process("worker", B_TOKEN=make_token(job=there, name="from A"))
+    worker = start_process("worker", B_TOKEN=make_token(job=there, name="from A"))
+    try:
+        check_remote_runs(here, there)
+    finally:
+        # Stopped here, not at the session's end: a worker left running would
+        # take the runs later tests publish.
+        worker.stop()
+
+
+def check_remote_runs(here: Job, there: Job) -> None:
     run = enqueue_job(here)
     wait_until(
         lambda: Run.objects.get(pk=run.pk).status not in ("queued", "running"), 30, "A's run ends"
