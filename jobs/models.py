@@ -356,6 +356,9 @@ class QueueState(models.Model):
     pause_note = models.TextField(blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
     paused_at = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(
+        null=True, blank=True, help_text="Resume by itself at this time. Empty: until resumed."
+    )
     resumed_at = models.DateTimeField(null=True, blank=True)
     # F-29: only jobs allowed during maintenance start; see jobs.queue.
     maintenance = models.BooleanField(default=False)

@@ -425,7 +425,12 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
             raise ValidationError(
                 {"interval_seconds": "must be between 1 second and 30 days (2592000 s)"}
             )
-    trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
+    if trigger.kind == TriggerKind.ONCE:
+        # A once trigger runs at its date and time: weekdays do not apply
+        # (the admin hides them), so an empty choice is not an error.
+        trigger.weekdays = trigger.weekdays or ALL_WEEKDAYS
+    else:
+        trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
     if trigger.kind == TriggerKind.ONCE and (trigger.window_start or trigger.window_end):
         raise ValidationError(
             {"window_start": "a once trigger runs at its date and time: leave the window empty"}

@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from . import services
 from . import triggers as core
 from .constraints import WEEKDAY_NAMES
-from .models import HolidayCalendar, Job, Trigger
+from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
 
 PREVIEW_COUNT = 5
 
@@ -49,6 +49,9 @@ class WeekdaysField(forms.MultipleChoiceField):
     widget = WeekdaysWidget
 
     def __init__(self, **kwargs: Any) -> None:
+        # A new trigger ("Add another Trigger") starts with every day ticked,
+        # like the model's default.
+        kwargs.setdefault("initial", list(ALL_WEEKDAYS))
         super().__init__(choices=WEEKDAY_CHOICES, required=False, **kwargs)
 
     def prepare_value(self, value: Any) -> Any:

@@ -78,6 +78,14 @@ class Run(models.Model):
         default=0, help_text="Fire times this catch-up run stands in for that did not run."
     )
     dedupe_key = models.CharField(max_length=200, blank=True)
+    cancelled_by = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Who cancelled the run (a user, a token or a command).",
+    )
+    # F-93: how far a long run has come, as its job reports it with
+    # job.progress(done, total, note): {"done": 40, "total": 100, "note": "..."}.
+    progress = models.JSONField(null=True, blank=True)
     # Queued but not sent: it waits for the job's running run, which sends it
     # when it ends (overlap policies buffer_one and buffer_all, F-23).
     held = models.BooleanField(default=False)

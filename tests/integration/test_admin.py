@@ -263,3 +263,25 @@ def test_the_job_editor_says_why_a_job_did_not_run(admin_client):
     page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
     assert b"Why didn&#x27;t it run?" in page.content or b"Why didn't it run?" in page.content
     assert b"held back by: enabled (the job is disabled)" in page.content
+
+
+def test_a_new_trigger_form_starts_with_every_weekday_ticked(admin_client):
+    """ "Add another Trigger" clones the empty form: with no day ticked, a
+    valid trigger would be refused with "choose at least one weekday"."""
+    html = admin_client.get(reverse("admin:jobs_job_add")).content.decode()
+    boxes = [line for line in html.split("<input") if 'name="triggers-__prefix__-weekdays"' in line]
+    assert len(boxes) == 7
+    assert all("checked" in box for box in boxes)
+
+
+def test_a_once_trigger_posted_without_weekdays_is_saved(admin_client):
+    """The weekday boxes are hidden for a once trigger; none ticked is no error."""
+    job = make_job("once-job")
+    with time_machine.travel(T0, tick=False):
+        row = trigger_row(
+            job, kind="once", run_at_0="2025-04-01", run_at_1="08:00:00", weekdays__shown="1"
+        )
+        response = admin_client.post(change_url(job), job_form(job, row))
+    assert response.status_code == 302, response.context["inline_admin_formsets"][0].formset.errors
+    trigger = job.triggers.get()
+    assert trigger.kind == "once" and trigger.weekdays == "0123456"
