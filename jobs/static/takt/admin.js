@@ -1,0 +1,74 @@
+// Times in the Takt admin (F-90, F-64): every <time class="takt-time"
+// datetime="…Z"> is shown in the browser's own time zone with the zone's
+// abbreviation ("2026-12-01 11:51:10 EST"), to the second unless
+// data-precision="minute"; the tooltip keeps the UTC value. The server
+// renders its own zone as the text, which stays where JavaScript is off.
+// window.Takt.formatTime(date, zone) is shared with the other Takt scripts.
+"use strict";
+(function () {
+  const formats = {};
+
+  function formatter(zone, seconds) {
+    const key = (zone || "") + (seconds ? "s" : "m");
+    if (!formats[key]) {
+      const options = {
+        year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short",
+      };
+      if (seconds) options.second = "2-digit";
+      if (zone) options.timeZone = zone;
+      formats[key] = new Intl.DateTimeFormat("en-US", options);
+    }
+    return formats[key];
+  }
+
+  // "2026-12-01 11:51:10 EST" in `zone` (default: the browser's).
+  function formatTime(date, zone, precision) {
+    const seconds = precision !== "minute";
+    const p = {};
+    formatter(zone, seconds).formatToParts(date).forEach(function (part) { p[part.type] = part.value; });
+    const clock = p.hour + ":" + p.minute + (seconds ? ":" + p.second : "");
+    return p.year + "-" + p.month + "-" + p.day + " " + clock + " " + p.timeZoneName;
+  }
+
+  function relative(date, now) {
+    const diff = Math.round((date.getTime() - now) / 1000);
+    const size = Math.abs(diff);
+    let text;
+    if (size < 60) text = size + " s";
+    else if (size < 3600) text = Math.round(size / 60) + " min";
+    else if (size < 86400) text = Math.round(size / 3600) + " h";
+    else text = Math.round(size / 86400) + " d";
+    return diff >= 0 ? "in " + text : text + " ago";
+  }
+
+  function localize(root) {
+    const now = Date.now();
+    (root || document).querySelectorAll("time.takt-time[datetime]").forEach(function (el) {
+      const when = new Date(el.getAttribute("datetime"));
+      if (isNaN(when)) return;
+      let text = formatTime(when, undefined, el.dataset.precision);
+      if (el.hasAttribute("data-relative")) text += " (" + relative(when, now) + ")";
+      el.textContent = text;
+      el.dataset.localized = "1";
+    });
+  }
+
+  window.Takt = Object.assign(window.Takt || {}, {
+    formatTime: formatTime,
+    localize: localize,
+    browserZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    localize(document);
+    // Times added later (live output, previews, panels) are localized too.
+    new MutationObserver(function (changes) {
+      changes.forEach(function (change) {
+        change.addedNodes.forEach(function (node) {
+          if (node.nodeType === 1) localize(node.parentNode || node);
+        });
+      });
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+})();

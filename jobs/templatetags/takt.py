@@ -1,0 +1,41 @@
+"""Template filters of the Takt admin pages: ``{% load takt %}`` then
+``{{ run.started_at|takt_time }}``, ``{{ run.duration_s|takt_duration }}``,
+``{{ run.status|takt_status }}``, ``{{ heartbeat.state|takt_state }}``
+(see jobs/display.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString
+
+from jobs import display
+
+register = template.Library()
+
+
+@register.filter
+def takt_time(value: datetime | None, precision: str = "second") -> SafeString:
+    return display.time_html(value, seconds=precision != "minute")
+
+
+@register.filter
+def takt_time_relative(value: datetime | None) -> SafeString:
+    return display.time_html(value, relative=True)
+
+
+@register.filter
+def takt_duration(value: Any) -> str:
+    return display.duration_text(value)
+
+
+@register.filter
+def takt_status(value: str) -> SafeString:
+    return display.status_badge(value)
+
+
+@register.filter
+def takt_state(value: str) -> SafeString:
+    return display.state_badge(value)
