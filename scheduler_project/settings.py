@@ -16,8 +16,12 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import URLValidator, validate_email
 
 from .envconfig import env_bool, env_float, env_int, env_str
+from .localenv import load_local_env, source_of
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# What `make run` chose (var/local.env) for every process of this checkout;
+# the environment wins. See scheduler_project/localenv.py.
+TAKT_LOCAL_ENV = load_local_env(BASE_DIR)
 VAR_DIR = Path(env_str("TAKT_VAR_DIR", "").strip() or BASE_DIR / "var")  # empty: the default
 
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "takt-development-key-change-me-in-production")
@@ -111,6 +115,7 @@ STATIC_ROOT = VAR_DIR / "static"
 
 # --- Redis and Celery ---------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_URL_SOURCE = source_of("REDIS_URL")  # for "cannot reach Redis at … (from …)"
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from jobs.queue import pause_queue
+from runs.connectivity import require_redis
 
 
 class Command(BaseCommand):
@@ -18,5 +19,6 @@ class Command(BaseCommand):
         parser.add_argument("--note", default="", help="why (shown with the pause)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         changed = pause_queue(note=options["note"], by=getpass.getuser(), now=timezone.now())
         self.stdout.write("queue paused" if changed else "queue was already paused")

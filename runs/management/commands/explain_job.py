@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from jobs.models import Job
+from runs.connectivity import require_redis
 from runs.explaining import explain_job
 
 
@@ -18,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("job_id", type=int)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         job = Job.objects.filter(pk=options["job_id"]).first()
         if job is None:
             raise CommandError(f"job: no job with id {options['job_id']}")

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from runs.connectivity import require_redis
 from runs.maintenance import run_maintenance, section_names
 
 
@@ -30,6 +31,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         only = [name.strip() for name in options["only"].split(",") if name.strip()]
         try:
             report = run_maintenance(
