@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from . import services
 from . import triggers as core
 from .constraints import WEEKDAY_NAMES
+from .display import ADMIN_CSS, ADMIN_JS
 from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
 
 PREVIEW_COUNT = 5
@@ -135,7 +136,8 @@ class TriggerInline(admin.StackedInline):
         return not (obj and obj.code_managed) and super().has_delete_permission(request, obj)
 
     class Media:
-        js = ("jobs/trigger_inline.js",)
+        css = {"all": ADMIN_CSS}
+        js = (*ADMIN_JS, "jobs/trigger_inline.js", "takt/schedule_preview.js")
 
     @admin.display(description="Next fire times (check schedule)")
     def upcoming(self, obj: Trigger) -> str:

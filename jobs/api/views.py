@@ -269,7 +269,9 @@ def register(router: Any) -> list[Any]:
         ("queue/resume", "resume", "post"),
         ("queue/maintenance", "maintenance", "post"),
     ]
+    from .preview import SchedulePreviewView
+
     return [
         re_path(rf"^{path}/?$", QueueViewSet.as_view({method: name}), name=f"queue-{name}")
         for path, name, method in queue_routes
-    ]
+    ] + [re_path(r"^schedule/preview/?$", SchedulePreviewView.as_view(), name="schedule-preview")]
