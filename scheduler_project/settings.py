@@ -146,6 +146,8 @@ CELERY_TIMEZONE = "UTC"
 TAKT_POLL_SECONDS = env_float("TAKT_POLL_SECONDS", 1.0, minimum=0.05, maximum=60)
 TAKT_DEFAULT_TIMEOUT = env_int("TAKT_DEFAULT_TIMEOUT", 300, minimum=1, maximum=7 * 86400)
 TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
+# The beat's heartbeat name (default beat@<host>): give two beats on one host names of their own.
+TAKT_BEAT_NAME = env_str("TAKT_BEAT_NAME", "").strip()
 TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
 TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
 TAKT_OUTPUT_LIMIT_BYTES = env_int(

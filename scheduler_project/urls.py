@@ -6,6 +6,11 @@ from heartbeats.api import heartbeat_or_ping
 from heartbeats.ping import ping_view
 from runs.metrics import metrics_view
 
+# This project is Takt's own: its admin says so (a project that embeds Takt keeps its own).
+admin.site.site_header = "Takt"
+admin.site.site_title = "Takt"
+admin.site.index_title = "Jobs, runs and heartbeats"
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
