@@ -10,6 +10,7 @@ from runs.metrics import metrics_view
 admin.site.site_header = "Takt"
 admin.site.site_title = "Takt"
 admin.site.index_title = "Jobs, runs and heartbeats"
+admin.site.index_template = "admin/takt/index.html"  # the landing page (heartbeats/summary.py)
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),

@@ -231,3 +231,31 @@ def test_times_are_utc_for_the_browser_everywhere(admin_client):
     with time_machine.travel(T0):
         assert timezone.now().tzinfo is not None
     assert UTC
+
+
+def test_the_landing_page_sums_up_heartbeats_alerts_the_queue_and_next_runs(
+    admin_client, redis_client, django_assert_max_num_queries
+):
+    from heartbeats.alerts import raise_alert
+    from heartbeats.models import Heartbeat
+
+    now = timezone.now()
+    job = make_job("nightly report")
+    hourly(job, created_at=now)
+    Heartbeat.objects.create(name="nightly report", job=job, state="down", last_status="failed",
+                             last_run_at=now)  # fmt: skip
+    Heartbeat.objects.create(name="backup", state="up", last_run_at=now)
+    raise_alert("k", severity="critical", title="Run 'nightly report' failed", message="", now=now)
+    report_process("beat@a", now=now, detail="scheduler=on")
+    with django_assert_max_num_queries(16):
+        page = admin_client.get(reverse("admin:index")).content.decode()
+    states = page[page.index('id="takt-landing-states"') :].split("</div>")[0]
+    assert '>down</span></td><td><span class="takt-count">1<' in states
+    assert '>up</span></td><td><span class="takt-count">1<' in states
+    assert "1</span> open, 1 unseen" in page
+    assert "Run &#x27;nightly report&#x27; failed" in page
+    assert "1 live" in page[page.index('id="takt-landing-queue"') :]
+    next_runs = page[page.index('id="takt-landing-next"') :].split("</div>")[0]
+    assert "nightly report" in next_runs and "data-relative" in next_runs
+    failed = page[page.index('id="takt-landing-failed"') :].split("</div>")[0]
+    assert "nightly report" in failed and "takt-status-failed" in failed
