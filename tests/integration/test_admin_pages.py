@@ -251,7 +251,7 @@ def test_the_landing_page_sums_up_heartbeats_alerts_the_queue_and_next_runs(
         page = admin_client.get(reverse("admin:index")).content.decode()
     states = page[page.index('id="takt-landing-states"') :].split("</div>")[0]
     assert '>down</span></td><td><span class="takt-count">1<' in states
-    assert '>up</span></td><td><span class="takt-count">1<' in states
+    assert '>up</span></td><td><span class="takt-count">2<' in states  # backup and beat@a
     assert "1</span> open, 1 unseen" in page
     assert "Run &#x27;nightly report&#x27; failed" in page
     assert "1 live" in page[page.index('id="takt-landing-queue"') :]
