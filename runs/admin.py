@@ -27,6 +27,17 @@ from .admin_filters import (
 from .models import AuditRecord, Run
 
 
+def time_column(field: str, label: str, *, compact: bool = False) -> Any:
+    """A column or read-only field showing a run's time in the browser's
+    zone (jobs/display.py); `compact` (lists) drops today's date."""
+
+    @admin.display(description=label)
+    def column(self: Any, obj: Run) -> Any:
+        return time_html(getattr(obj, field), compact=compact)
+
+    return column
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = (
@@ -131,33 +142,13 @@ class RunAdmin(admin.ModelAdmin):
     def status_badge(self, obj: Run) -> Any:
         return status_badge(obj.status)
 
-    @admin.display(description="Scheduled for")
-    def scheduled(self, obj: Run) -> Any:
-        return time_html(obj.scheduled_for)
-
-    @admin.display(description="Scheduled for")
-    def scheduled_in_list(self, obj: Run) -> Any:
-        return time_html(obj.scheduled_for, compact=True)
-
-    @admin.display(description="Enqueued")
-    def enqueued(self, obj: Run) -> Any:
-        return time_html(obj.enqueued_at)
-
-    @admin.display(description="Published")
-    def published(self, obj: Run) -> Any:
-        return time_html(obj.published_at)
-
-    @admin.display(description="Started")
-    def started(self, obj: Run) -> Any:
-        return time_html(obj.started_at)
-
-    @admin.display(description="Started")
-    def started_in_list(self, obj: Run) -> Any:
-        return time_html(obj.started_at, compact=True)
-
-    @admin.display(description="Finished")
-    def finished(self, obj: Run) -> Any:
-        return time_html(obj.finished_at)
+    scheduled = time_column("scheduled_for", "Scheduled for")
+    scheduled_in_list = time_column("scheduled_for", "Scheduled for", compact=True)
+    enqueued = time_column("enqueued_at", "Enqueued")
+    published = time_column("published_at", "Published")
+    started = time_column("started_at", "Started")
+    started_in_list = time_column("started_at", "Started", compact=True)
+    finished = time_column("finished_at", "Finished")
 
     @admin.display(description="Duration")
     def duration(self, obj: Run) -> str:
