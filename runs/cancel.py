@@ -74,7 +74,8 @@ def cancel_run(run_id: int, *, by: str, now: datetime) -> Run:
     """Cancel run `run_id` on behalf of `by` (a user name, `token:<name>`,
     a command's --by; at most 200 characters are kept) at `now` (aware
     UTC). Returns the cancelled run. Raises RunNotFound, RunNotCancellable,
-    RedisUnreachable, or InvalidInput("by") for an empty `by`; see the
+    RedisUnreachable, InvalidInput("by") for an empty `by`, or a plain
+    TaktError for a run that moved on under each of ATTEMPTS reads; see the
     module docstring for the steps."""
     if not isinstance(by, str) or not by.strip():
         raise InvalidInput("by", "must name who cancels the run")
@@ -89,8 +90,8 @@ def cancel_run(run_id: int, *, by: str, now: datetime) -> Run:
             was = _cancel(run, by=by, now=now)
         if was is not None:
             break
-    else:
-        raise RuntimeError(f"cancel_run: run #{run_id} kept changing its status")
+    else:  # held and sent again between each read: rare, and safe to retry
+        raise TaktError(f"run #{run_id} kept changing its status while being cancelled; try again")
     log.info(
         "run %s of job %s cancelled by %s (it was %s)",
         run.pk,
