@@ -4,6 +4,9 @@ output and exit status)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from io import StringIO
 from typing import Any
 
@@ -17,7 +20,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run, finish_run, start_run
 from tests.integration.api_helpers import SessionClient, TokenClient, make_token, user_with
 from tests.integration.conftest import SECOND, make_job, utc
-from tests.processes import free_port
+from tests.processes import ROOT, free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +210,17 @@ def test_the_command_says_which_redis_it_could_not_reach():
     assert str(failed.value).startswith(f"cannot reach Redis at {url} ")
     assert failed.value.returncode == 1
     assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
+
+
+@pytest.mark.parametrize("value", ["0", "ten"])
+def test_a_bad_grace_period_stops_the_process_naming_the_setting(value):
+    done = subprocess.run(
+        [sys.executable, "manage.py", "cancel_run", "1"],
+        cwd=ROOT,
+        env={**os.environ, "TAKT_CANCEL_GRACE_SECONDS": value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "TAKT_CANCEL_GRACE_SECONDS: " in done.stderr and repr(value) in done.stderr
