@@ -150,6 +150,9 @@ TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
 TAKT_BEAT_NAME = env_str("TAKT_BEAT_NAME", "").strip()
 TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
 TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
+# A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
+# the job); one still running this many seconds later is killed (SIGKILL).
+TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, maximum=3600)
 TAKT_OUTPUT_LIMIT_BYTES = env_int(
     "TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024
 )
