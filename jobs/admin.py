@@ -235,6 +235,7 @@ class JobAdmin(admin.ModelAdmin):
         if job is not None:
             extra["run_history"] = run_history(job)
             extra["explanation"] = explanation_view(self.explanation(job))
+            extra["can_cancel"] = request.user.has_perm("runs.cancel_run")
         return super().change_view(request, object_id, form_url, extra_context=extra)
 
     def explanation(self, job: Job) -> Any:

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
 from jobs.display import ADMIN_CSS, ADMIN_JS, duration_text, status_badge, time_html
+from jobs.errors import TaktError
 from jobs.models import Job
 
 from .admin_filters import (
@@ -24,7 +29,8 @@ from .admin_filters import (
     EnqueuedToFilter,
     JobFilter,
 )
-from .models import AuditRecord, Run
+from .cancel import cancel_run
+from .models import ACTIVE_STATUSES, AuditRecord, Run
 
 
 def time_column(field: str, label: str, *, compact: bool = False) -> Any:
@@ -57,6 +63,7 @@ class RunAdmin(admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     paginator = CappedPaginator
     list_per_page = 100
+    actions = ["cancel_selected"]
     change_list_template = "admin/runs/run/change_list.html"
     change_form_template = "admin/runs/run/change_form.html"
     fieldsets = (
@@ -165,6 +172,58 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("runs.cancel_run"))
+
+    # --- cancelling (runs/cancel.py) ---------------------------------------------
+    @admin.action(description="Cancel the selected queued or running runs", permissions=["cancel"])
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        done, refused = [], []
+        for run_id in queryset.values_list("pk", flat=True)[:1000]:
+            try:
+                cancel_run(run_id, by=request.user.get_username(), now=timezone.now())
+                done.append(f"#{run_id}")
+            except TaktError as exc:
+                refused.append(str(exc))
+        if done:
+            self.message_user(request, f"Cancelled {len(done)} run(s): {', '.join(done)}.")
+        for text in refused[:10]:
+            self.message_user(request, text, messages.WARNING)
+
+    def get_urls(self) -> list[Any]:
+        cancel = self.admin_site.admin_view(require_POST(self.cancel_view))
+        return [path("<int:run_id>/cancel/", cancel, name="runs_run_cancel"), *super().get_urls()]
+
+    def cancel_view(self, request: HttpRequest, run_id: int) -> HttpResponse:
+        """The "Cancel run" button (the run's page, the job editor's "Why
+        didn't it run?"); back to `next` when it is one of this site's pages."""
+        run = get_object_or_404(Run, pk=run_id)
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, {request.get_host()}):
+            back = reverse("admin:runs_run_change", args=[run.pk])
+        if not self.has_cancel_permission(request):
+            self.message_user(request, "You may not cancel runs.", messages.ERROR)
+            return HttpResponseRedirect(back)
+        try:
+            cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
+        except TaktError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+        else:
+            self.message_user(request, f"Run #{run.pk} cancelled.", messages.SUCCESS)
+        return HttpResponseRedirect(back)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        run = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        extra["can_cancel"] = bool(
+            run is not None
+            and run.status in ACTIVE_STATUSES
+            and self.has_cancel_permission(request)
+        )
+        return super().change_view(request, object_id, form_url, extra_context=extra)
 
 
 @admin.register(AuditRecord)

@@ -219,6 +219,16 @@ def test_the_why_panel_names_a_stuck_run(admin_client, redis_client):
     page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
     assert f"held back by: active runs (run #{run.pk} is running" in page
     assert "its worker is gone" in page
+    assert f"Cancel run #{run.pk}" in page
+    cancel = reverse("admin:runs_run_cancel", args=[run.pk])
+    assert f'action="{cancel}"' in page
+    back = reverse("admin:jobs_job_change", args=[job.pk])
+    response = admin_client.post(cancel, {"next": back})
+    assert response.status_code == 302 and response.url == back
+    run.refresh_from_db()
+    assert (run.status, run.cancelled_by) == ("cancelled", "admin")
+    page = admin_client.get(back).content.decode()
+    assert "Cancel run #" not in page
 
 
 def test_times_are_utc_for_the_browser_everywhere(admin_client):
@@ -259,3 +269,49 @@ def test_the_landing_page_sums_up_heartbeats_alerts_the_queue_and_next_runs(
     assert "nightly report" in next_runs and "data-relative" in next_runs
     failed = page[page.index('id="takt-landing-failed"') :].split("</div>")[0]
     assert "nightly report" in failed and "takt-status-failed" in failed
+
+
+def test_a_queued_runs_page_cancels_it_and_a_finished_one_refuses(admin_client, redis_client):
+    job = make_job("cancel me")
+    queued = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None, duration_s=None)
+    url = reverse("admin:runs_run_change", args=[queued.pk])
+    assert 'id="takt-cancel-run"' in admin_client.get(url).content.decode()
+    page = admin_client.post(
+        reverse("admin:runs_run_cancel", args=[queued.pk]), follow=True
+    ).content.decode()
+    assert f"Run #{queued.pk} cancelled." in page
+    queued.refresh_from_db()
+    assert queued.status == "cancelled" and queued.cancelled_by == "admin"
+    assert 'id="takt-cancel-run"' not in admin_client.get(url).content.decode()
+    page = admin_client.post(
+        reverse("admin:runs_run_cancel", args=[queued.pk]), follow=True
+    ).content.decode()
+    assert "only a queued or running run can be cancelled" in page
+
+
+def test_the_run_list_cancels_the_selected_runs(admin_client, redis_client):
+    job = make_job("bulk")
+    a = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None)
+    b = add_run(job, RunStatus.SUCCEEDED, at=T0 + timedelta(minutes=1))
+    page = admin_client.post(
+        reverse("admin:runs_run_changelist"),
+        {"action": "cancel_selected", "_selected_action": [a.pk, b.pk]},
+        follow=True,
+    ).content.decode()
+    assert f"Cancelled 1 run(s): #{a.pk}." in page
+    assert f"#{b.pk} already ended succeeded" in page
+    assert Run.objects.get(pk=a.pk).status == "cancelled"
+    assert Run.objects.get(pk=b.pk).status == "succeeded"
+
+
+def test_cancelling_needs_the_permission(client, redis_client):
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user("viewer", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_run"))
+    client.force_login(user)
+    run = add_run(make_job("guarded"), RunStatus.QUEUED, started_at=None, finished_at=None)
+    page = client.get(reverse("admin:runs_run_change", args=[run.pk])).content.decode()
+    assert 'id="takt-cancel-run"' not in page
+    client.post(reverse("admin:runs_run_cancel", args=[run.pk]))
+    assert Run.objects.get(pk=run.pk).status == "queued"
