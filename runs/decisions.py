@@ -3,8 +3,8 @@ in a capped Redis stream and queryable by job (`manage.py decision_log`).
 
 Kinds: `due` (the beat created a run for a fire time), `skipped` (the
 overlap or missed-run policy recorded a skipped run), `refused` (maintenance
-mode), `held` (waiting for the job or a paused queue), `start`, `end`, and
-`double_start_prevented` (a second delivery of a run lost the
+mode), `held` (waiting for the job or a paused queue), `start`, `end`,
+`cancelled` (runs/cancel.py), and `double_start_prevented` (a second delivery of a run lost the
 compare-and-set). Each entry carries the job, run and trigger ids, the time
 and a detail text.
 
