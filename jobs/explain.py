@@ -173,7 +173,7 @@ def _enabled(facts: JobFacts) -> Check:
             f"disabled: it reached its run limit of {facts.max_runs} runs"
             " (raise or clear the limit, then enable it)",
         )
-    return Check("enabled", False, "the job is disabled (Run now still works)")
+    return Check("enabled", False, "the job is disabled; Run now still works")
 
 
 def _beats(facts: JobFacts) -> list[Check]:

@@ -25,7 +25,7 @@ def redis_unreachable_message(exc: Exception) -> str:
     source = getattr(settings, "REDIS_URL_SOURCE", "")
     where = f" ({source})" if source else ""
     return (
-        f"cannot reach Redis at {masked_url(settings.REDIS_URL)}{where}: {exc}."
+        f"cannot reach Redis at {masked_url(settings.REDIS_URL)}{where}: {str(exc).rstrip('.')}."
         " Start it (`make run` starts its own), or set REDIS_URL to the Redis the workers use."
     )
 

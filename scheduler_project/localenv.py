@@ -26,6 +26,8 @@ from dotenv import dotenv_values, set_key
 FILE_NAME = "local.env"
 # Variables make run passes on (besides REDIS_URL and DATABASE_URL).
 PREFIXES = ("TAKT_", "DJANGO_", "CELERY_")
+# Set by the entry points themselves (manage.py, scheduler_project/celery.py).
+NOT_WRITTEN = frozenset({"TAKT_LOCAL_ENV_FILE", "DJANGO_SETTINGS_MODULE", "CELERY_SKIP_CHECKS"})
 # What each setting's value came from, for messages ("cannot reach Redis at …").
 SOURCES: dict[str, str] = {}
 
@@ -72,7 +74,7 @@ def write_local_env(path: Path, names: list[str]) -> list[str]:
     this process's environment to `path`, replacing the file. Returns the
     names written."""
     names = sorted({*names, *(k for k in os.environ if k.startswith(PREFIXES))})
-    names = [n for n in names if os.environ.get(n) and n != "TAKT_LOCAL_ENV_FILE"]
+    names = [n for n in names if os.environ.get(n) and n not in NOT_WRITTEN]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(

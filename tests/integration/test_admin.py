@@ -262,7 +262,7 @@ def test_the_job_editor_says_why_a_job_did_not_run(admin_client):
     job = make_job("idle", enabled=False)
     page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
     assert b"Why didn&#x27;t it run?" in page.content or b"Why didn't it run?" in page.content
-    assert b"held back by: enabled (the job is disabled (Run now still works))" in page.content
+    assert b"held back by: enabled (the job is disabled; Run now still works)" in page.content
 
 
 def test_a_new_trigger_form_starts_with_every_weekday_ticked(admin_client):

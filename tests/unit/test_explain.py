@@ -34,7 +34,7 @@ def test_a_healthy_job_says_when_it_runs_next():
 @pytest.mark.parametrize(
     ("changes", "first_failing", "words"),
     [
-        ({"enabled": False}, "enabled", "the job is disabled (Run now still works)"),
+        ({"enabled": False}, "enabled", "the job is disabled; Run now still works"),
         (
             {"enabled": False, "max_runs": 30, "runs_done": 30},
             "enabled",
