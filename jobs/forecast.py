@@ -100,6 +100,7 @@ class Forecast:
     counts: list[list[int]]
     hour_seconds: list[list[int]]
     busiest: list[list[list[Busy]]]
+    now_cell: tuple[int, int]  # (day, hour) of the cell that holds `now`; those before are past
     total: int = 0
     triggers: int = 0
     approximate: list[int] = field(default_factory=list)
@@ -339,6 +340,7 @@ def compute_forecast(
         counts=[[0] * 24 for _ in range(days)],
         hour_seconds=[[0] * 24 for _ in range(days)],
         busiest=[[[] for _ in range(24)] for _ in range(days)],
+        now_cell=divmod(plans.cells[0].cell, 24),
     )
     for piece in cells:
         result.hour_seconds[piece.cell // 24][piece.hour] += (
