@@ -189,6 +189,8 @@ def _count_cron(
     cron = _Cron(expression)
     counts: dict[int, int] = {}
     windows = {hour: _window_us(constraints, hour) for hour in cron.hours}
+    whole = [(0, HOUR_US)]
+    per_hour = len(cron.seconds) * len(cron.minutes)
     for day in plan.days:
         if not (cron.match_day(day) and _day_allowed(constraints, day)):
             continue
@@ -197,10 +199,13 @@ def _count_cron(
                 if wall_clock and not atom.first:
                     continue  # a fixed time that occurs twice fires at its first occurrence
                 wall_end = atom.wall_us + atom.end_us - atom.start_us
-                n = sum(
-                    _between(cron, max(low, atom.wall_us), min(high, wall_end))
-                    for low, high in windows[hour]
-                )
+                if atom.wall_us == 0 and wall_end == HOUR_US and windows[hour] == whole:
+                    n = per_hour  # the usual case: a whole hour, no window
+                else:
+                    n = sum(
+                        _between(cron, max(low, atom.wall_us), min(high, wall_end))
+                        for low, high in windows[hour]
+                    )
                 if n:
                     counts[atom.cell] = counts.get(atom.cell, 0) + n
     if wall_clock:
@@ -256,7 +261,8 @@ def _count_interval(
     anchor = to_us(spec.start_at or next_at) if next_at is not None else at
     counts: dict[int, int] = {}
     for start, end, cell in spans[max(bisect_left(spans, (at, at, 0)) - 1, 0) :]:
-        start = max(start, at)
+        if start < at:
+            start = at
         if start >= end:
             continue
         if fixed_rate:  # grid points anchor + k * every in [start, end)
@@ -346,30 +352,36 @@ def compute_forecast(
         result.hour_seconds[piece.cell // 24][piece.hour] += (
             piece.end_us - piece.start_us
         ) // SECOND_US
-    counts = [0] * (days * 24)
-    heaps: list[list[tuple[int, int, str]]] = [[] for _ in counts]  # min-heaps of the busiest
-    # Triggers with the same cron (or preset) in the same zone count alike.
-    same: dict[TriggerSpec, dict[int, int]] = {}
+    heaps: list[list[tuple[int, int, str]]] = [[] for _ in range(days * 24)]  # of the busiest
+    # Triggers with the same schedule count alike: [counts, how many]. Of
+    # each group only the first `top` can be among the busiest of a cell.
+    groups: dict[tuple[object, ...], tuple[dict[int, int], list[int]]] = {}
     for load in triggers:
         spec = load.spec
-        shared = isinstance(spec, CronSpec | CalendarSpec) and load.next_at is not None
+        fixed = isinstance(spec, CronSpec | CalendarSpec)
+        key = (spec, load.next_at is not None if fixed else load.next_at)
         try:
-            mine = same[spec] if shared and spec in same else _count(plans, load)
+            mine, members = groups[key] if key in groups else (_count(plans, load), [0])
         except (TriggerError, ValueError) as exc:
             result.invalid.append((load.trigger_id, str(exc)))
             continue
-        if shared:
-            same[spec] = mine
+        groups[key] = mine, members
+        members[0] += 1
         result.triggers += 1
         if isinstance(spec, IntervalSpec) and spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
             result.approximate.append(load.trigger_id)
+        if members[0] > top:
+            continue
         for cell, n in mine.items():
-            counts[cell] += n
             heap = heaps[cell]
             if len(heap) < top:
                 heapq.heappush(heap, (n, -load.trigger_id, load.label))
-            elif top and n > heap[0][0]:
+            elif n > heap[0][0]:
                 heapq.heapreplace(heap, (n, -load.trigger_id, load.label))
+    counts = [0] * (days * 24)
+    for mine, members in groups.values():
+        for cell, n in mine.items():
+            counts[cell] += n * members[0]
     for cell, n in enumerate(counts):
         result.counts[cell // 24][cell % 24] = n
         busiest = sorted(heaps[cell], reverse=True)  # most first; on a tie the lower id

@@ -48,6 +48,11 @@ TRIGGER_CHUNK = 2000  # triggers per query for the forecast
 MIN_RANGE = timedelta(minutes=1)
 MAX_RANGE = timedelta(days=7)
 DEFAULT_PAST, DEFAULT_FUTURE = timedelta(hours=20), timedelta(hours=4)
+# The fields services.trigger_spec reads; has_exclusions last.
+SPEC_FIELDS = (
+    *services.SCHEDULE_FIELDS,
+    "has_exclusions",
+)
 # A run stopped at its timeout is killed 30 s later: runs that began longer
 # ago than the longest timeout and this have ended (or are still running).
 KILL_GRACE = timedelta(seconds=60)
@@ -223,29 +228,42 @@ def timeline_payload(
 
 
 def _active_triggers(now: datetime, unreadable: list[tuple[int, str]]) -> Iterator[LoadTrigger]:
-    """The active triggers as the pure core reads them, TRIGGER_CHUNK per
-    query (and one for the holiday calendars of those that have some), in
-    id order. A trigger
-    whose fields make no spec goes to `unreadable` with the reason."""
+    """The active triggers as the pure core reads them, in id order,
+    TRIGGER_CHUNK per query as plain rows (and those with holiday calendars
+    once more, with their calendars). Rows with the same schedule share one
+    spec. A trigger whose fields make no spec goes to `unreadable` with the
+    reason."""
+    specs: dict[tuple[Any, ...], Any] = {}
     after = 0
     while True:
-        chunk = _with_calendars(
-            list(
-                Trigger.objects.filter(active=True, pk__gt=after)
-                .select_related("job")
-                .order_by("pk")[:TRIGGER_CHUNK]
-            )
+        rows = list(
+            Trigger.objects.filter(active=True, pk__gt=after)
+            .order_by("pk")
+            .values_list("pk", "next_run_at", "job__name", *SPEC_FIELDS)[:TRIGGER_CHUNK]
         )
-        for trigger in chunk:
-            try:
-                spec = services.trigger_spec(trigger, now=now)
-            except (ValueError, ValidationError) as exc:
-                unreadable.append((trigger.pk, "; ".join(getattr(exc, "messages", [str(exc)]))))
-                continue
-            yield LoadTrigger(trigger.pk, spec, trigger.next_run_at, trigger.job.name)
-        if len(chunk) < TRIGGER_CHUNK:
+        calendared = {row[0] for row in rows if row[-1]}  # has_exclusions
+        full = {t.pk: t for t in _with_calendars(list(Trigger.objects.filter(pk__in=calendared)))}
+        for pk, next_at, job_name, *fields in rows:
+            key = tuple(fields)
+            if pk in full or key not in specs:
+                trigger = full.get(pk) or Trigger(
+                    pk=pk, **dict(zip(SPEC_FIELDS, fields, strict=True))
+                )
+                try:
+                    spec: Any = services.trigger_spec(trigger, now=now)
+                except (ValueError, ValidationError) as exc:
+                    spec = "; ".join(getattr(exc, "messages", [str(exc)]))
+                if pk not in full:
+                    specs[key] = spec
+            else:
+                spec = specs[key]
+            if isinstance(spec, str):
+                unreadable.append((pk, spec))
+            else:
+                yield LoadTrigger(pk, spec, next_at, job_name)
+        if len(rows) < TRIGGER_CHUNK:
             return
-        after = chunk[-1].pk
+        after = rows[-1][0]
 
 
 def forecast_payload(*, zone: str, days: int, now: datetime) -> dict[str, Any]:
