@@ -9,7 +9,7 @@ import pytest
 import time_machine
 from django.urls import reverse
 
-from jobs import timeline_admin
+from jobs import timeline_data
 from jobs.models import HolidayCalendar, Trigger
 from jobs.services import set_exclude_calendars, set_jobs_enabled
 
@@ -122,7 +122,7 @@ def test_without_a_zone_the_servers_is_used(admin_client):
 
 
 def test_triggers_are_read_in_chunks(admin_client, monkeypatch, django_assert_max_num_queries):
-    monkeypatch.setattr(timeline_admin, "TRIGGER_CHUNK", 4)
+    monkeypatch.setattr(timeline_data, "TRIGGER_CHUNK", 4)
     for i in range(10):
         cron(make_job(f"job {i}"), f"{i} * * * *")
     get_data(admin_client, tz="UTC")  # the session and permissions are read once

@@ -11,7 +11,7 @@ import time_machine
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from jobs import timeline_admin
+from jobs import timeline_data
 from runs.models import Run, RunStatus
 
 from .conftest import make_job, make_trigger, utc
@@ -42,7 +42,7 @@ def get_data(client, **params):
 
 
 def iso(moment) -> str:
-    return timeline_admin._iso(moment)
+    return timeline_data._iso(moment)
 
 
 def staff(*permissions: str) -> User:
@@ -173,7 +173,7 @@ def test_the_newest_runs_up_to_the_cap_are_sent_and_the_cut_is_said(admin_client
         Run(job=job, trigger="manual", status="succeeded", scheduled_for=NOW - k * timedelta(seconds=0.5),
             enqueued_at=NOW - k * timedelta(seconds=0.5), started_at=NOW - k * timedelta(seconds=0.5),
             finished_at=NOW - k * timedelta(seconds=0.5) + timedelta(seconds=0.1))
-        for k in range(1, timeline_admin.RUN_CAP + 11)
+        for k in range(1, timeline_data.RUN_CAP + 11)
     )  # fmt: skip
     data = get_data(admin_client, start=iso(NOW - timedelta(hours=1)), end=iso(NOW)).json()
     assert len(data["runs"]) == data["run_cap"] == 5000
@@ -189,7 +189,7 @@ def test_a_dense_trigger_gets_a_bounded_number_of_ticks(admin_client):
     data = get_data(
         admin_client, start=iso(NOW - timedelta(days=6)), end=iso(NOW + timedelta(days=1))
     ).json()
-    assert len(data["ticks"]) == timeline_admin.TICKS_PER_TRIGGER
+    assert len(data["ticks"]) == timeline_data.TICKS_PER_TRIGGER
     assert data["ticks_truncated"] is True
     assert data["ticks"][0]["at"] == iso(NOW - MINUTE + timedelta(seconds=1))
 
