@@ -35,6 +35,7 @@ def cron(job, expression, zone="UTC", created_at=NOW - timedelta(minutes=1)) -> 
 def test_the_page_asks_for_the_forecast_in_the_browsers_zone(admin_client):
     page = admin_client.get(reverse("admin:jobs_job_forecast")).content.decode()
     assert 'class="takt-forecast"' in page and f'data-url="{reverse(DATA)}"' in page
+    assert 'data-scale="log"' in page  # the log-scale switch
     for script in ("takt/vendor/echarts/echarts.min.js", "takt/charts.js", "takt/forecast.js"):
         assert f'src="/static/{script}"' in page
 

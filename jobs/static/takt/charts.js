@@ -1,7 +1,8 @@
 // What takt/timeline.js and takt/forecast.js share: loading their JSON
 // (an error names the parameters the server refused), escaping text for
-// ECharts' HTML tooltips, and starting a chart on each container, now or
-// once the page is parsed. Needs ECharts (takt/vendor/echarts).
+// ECharts' HTML tooltips, making a chart in the admin's light or dark
+// theme, and starting one on each container, now or once the page is
+// parsed. Needs ECharts (takt/vendor/echarts).
 "use strict";
 (function () {
   function getJson(url, params) {
@@ -23,6 +24,19 @@
     return div.innerHTML;
   }
 
+  // ECharts' dark theme where the admin is dark (its theme switch, or
+  // "auto" with a dark system setting); read when a chart starts.
+  function theme() {
+    const chosen = document.documentElement.dataset.theme;
+    const systemDark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+    return chosen === "dark" || (chosen !== "light" && systemDark) ? "dark" : null;
+  }
+
+  // An ECharts chart drawn as SVG in `el`, in the admin's theme.
+  function init(el) {
+    return window.echarts.init(el, theme(), { renderer: "svg" });
+  }
+
   // new Chart(el) for every `selector` element, once.
   function start(selector, Chart) {
     function run() {
@@ -35,5 +49,5 @@
     else run();
   }
 
-  window.Takt = Object.assign(window.Takt || {}, { charts: { getJson: getJson, escape: escape, start: start } });
+  window.Takt = Object.assign(window.Takt || {}, { charts: { getJson: getJson, escape: escape, init: init, start: start } });
 })();

@@ -3,6 +3,8 @@
 // browser's time zone (sent as ?tz=, so the server bins by it). Hours
 // already past and hours that do not exist (the clocks go forward) are
 // grey; an hour that occurs twice (the clocks go back) holds both copies.
+// The colour follows the count, or its logarithm (the "Log scale" button,
+// data-scale="log"), when a few dense triggers would drown the rest.
 //
 // Drawn with ECharts' SVG renderer. After drawing, the container
 // (.takt-forecast) carries data-state="ready", data-zone, data-total,
@@ -28,9 +30,17 @@
     this.el = el;
     this.summary = el.querySelector(".takt-forecast-summary");
     this.note = el.querySelector(".takt-forecast-note");
-    this.chart = window.echarts.init(el.querySelector(".takt-chart"), null, { renderer: "svg" });
+    this.chart = charts.init(el.querySelector(".takt-chart"));
     const self = this;
     window.addEventListener("resize", function () { self.chart.resize(); });
+    const toggle = el.querySelector("button[data-scale]");
+    if (toggle) {
+      toggle.addEventListener("click", function () {
+        el.dataset.scale = el.dataset.scale === "log" ? "linear" : "log";
+        toggle.classList.toggle("takt-active", el.dataset.scale === "log");
+        if (self.data) self.draw(self.data);
+      });
+    }
     this.load();
   }
 
@@ -46,8 +56,10 @@
   };
 
   Forecast.prototype.draw = function (data) {
+    this.data = data;
+    const log = this.el.dataset.scale === "log";
     const cells = [], grey = [];
-    let max = 0, busiest = null;
+    let max = 0, least = Infinity, busiest = null;
     data.counts.forEach(function (row, d) {
       row.forEach(function (count, h) {
         const past = d < data.now_cell[0] || (d === data.now_cell[0] && h < data.now_cell[1]);
@@ -55,21 +67,27 @@
           grey.push([h, d, past ? "past" : "none"]);
           return;
         }
-        cells.push([h, d, count]);
+        cells.push([h, d, count, Math.log10(count + 1)]);
         if (count > max) { max = count; busiest = [d, h]; }
+        if (count < least) least = count;
       });
     });
     const days = data.days.map(dayLabel);
     this.chart.setOption({
       animation: false,
+      backgroundColor: "transparent",
       grid: { left: 8, right: 16, top: 8, bottom: 64, containLabel: true },
       tooltip: { confine: true, formatter: function (p) { return tooltip(data, days, p); } },
       xAxis: { type: "category", data: HOURS, name: "hour", nameLocation: "middle", nameGap: 24 },
       yAxis: { type: "category", data: days, inverse: true },
       visualMap: {
-        type: "continuous", seriesIndex: 0, min: 0, max: Math.max(max, 1), calculable: true,
+        // Colour by the count, or by its logarithm when a few dense triggers would drown the rest.
+        type: "continuous", seriesIndex: 0, dimension: log ? 3 : 2,
+        min: log && least < max ? Math.log10(least + 1) : 0,
+        max: log ? Math.log10(max + 1) || 1 : Math.max(max, 1), calculable: true,
         orient: "horizontal", left: "center", bottom: 0, itemHeight: 220, text: ["more runs", "none"],
-        inRange: { color: SCALE }, formatter: function (value) { return number.format(Math.round(value)); },
+        inRange: { color: SCALE },
+        formatter: function (value) { return number.format(Math.round(log ? Math.pow(10, value) - 1 : value)); },
       },
       series: [
         { type: "heatmap", name: "runs", data: cells, emphasis: { itemStyle: { borderColor: "#333", borderWidth: 1 } } },

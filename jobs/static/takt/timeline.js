@@ -45,7 +45,7 @@
 
   function Timeline(el) {
     this.el = el;
-    this.chart = window.echarts.init(el.querySelector(".takt-chart"), null, { renderer: "svg" });
+    this.chart = charts.init(el.querySelector(".takt-chart"));
     this.status = el.querySelector(".takt-timeline-status");
     this.note = el.querySelector(".takt-timeline-note");
     this.colours = badgeColours();
@@ -130,6 +130,7 @@
     if (many) zoom.push({ type: "slider", yAxisIndex: 0, startValue: 0, endValue: 13, width: 14, right: 6, filterMode: "empty", labelFormatter: "" });
     return {
       animation: false,
+      backgroundColor: "transparent",
       grid: { left: 8, right: many ? 36 : 16, top: 16, bottom: 56, containLabel: true },
       tooltip: { trigger: "item", confine: true, formatter: function (p) { return tooltip(data, p); } },
       dataZoom: zoom,
