@@ -333,6 +333,7 @@ class JobAdmin(admin.ModelAdmin):
         run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
         return [
             path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"),
+            *__import__("jobs.timeline_admin").timeline_admin.timeline_urls(self.admin_site),
             *super().get_urls(),
         ]
 
