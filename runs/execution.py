@@ -8,7 +8,8 @@
    and does nothing at all.
 2. Takes the job's Redis lock. If another run holds it, the run ends
    `skipped` (overlap policy `skip`).
-3. Starts a keeper thread that renews the lock and saves the output so far.
+3. Starts a keeper thread that renews the lock, and the autosave of the
+   output and progress so far (runs.autosave).
 4. Calls the job's target with its context. `job.fail()` and exceptions end
    it `failed`; Celery's soft time limit (the job's timeout) ends it
    `timed_out`.
@@ -36,6 +37,7 @@ from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
 from jobs.services import long_run_seconds, notify_events, overlap_rules
 
+from .autosave import Autosave
 from .context import JobContext, JobFailed
 from .decisions import Decision, record
 from .dispatch import MAINTENANCE_REFUSAL
@@ -44,7 +46,7 @@ from .metrics import count_lock_wait, release_and_count
 from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
-from .services import finish_run, save_output, start_run
+from .services import finish_run, start_run
 from .signals import run_running_long, run_started
 from .statements import load_run, start_plain_run
 from .transitions import Overlap, StartAction, compute_start_action
@@ -222,13 +224,15 @@ def _call_target(run: Run, lock: Any) -> Outcome:
     )
     watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
     long_run = _LongRunWatch(run) if "long_run" in notify_events(run.job) else None
+    autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)
+    ctx.on_change = autosave.changed
 
     def tick() -> None:
         if watch is not None:
             watch.check()
         if long_run is not None:
             long_run.check()
-        save_output(run.pk, ctx.output())
+        autosave.flush()
 
     keeper = LockKeeper(lock, on_tick=tick)
     keeper.start()
@@ -250,6 +254,7 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         ctx.log(traceback.format_exc().rstrip())
     finally:
         keeper.stop()
+        autosave.close()  # the final progress; the output goes with finish_run
     if watch is not None and watch.warned:
         outcome.message = "; ".join(m for m in (watch.warning, outcome.message) if m)
     outcome.output = ctx.output()
