@@ -232,7 +232,7 @@ def _call_target(run: Run, lock: Any) -> Outcome:
             watch.check()
         if long_run is not None:
             long_run.check()
-        autosave.flush()
+        autosave.changed()  # wakes the saver: this thread never waits on the database
 
     keeper = LockKeeper(lock, on_tick=tick)
     keeper.start()
