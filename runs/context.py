@@ -61,8 +61,8 @@ class JobContext:
         `Run.progress`; the last call wins. Cheap: call it per item.
 
         Raises InvalidInput (a ValueError) naming the argument: `done` and
-        `total` must be numbers (not bool), done ≥ 0, total > 0, done ≤
-        total; `note` a string."""
+        `total` must be numbers (not bool), done ≥ 0, total ≥ 0 (0: nothing
+        to do), done ≤ total; `note` a string."""
         value = check_progress(done, total, note)
         with self._lock:
             self._version += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from jobs.errors import InvalidInput
 
@@ -28,9 +28,12 @@ class Progress:
 
     @property
     def percent(self) -> float | None:
-        """0.0 to 100.0, one decimal; None without a total."""
-        if not self.total:
+        """0.0 to 100.0, one decimal; None without a total; 100.0 when
+        the total is 0 (nothing to do)."""
+        if self.total is None:
             return None
+        if self.total == 0:
+            return 100.0
         return round(min(100.0, 100.0 * self.done / self.total), 1)
 
     def as_json(self) -> dict[str, Any]:
@@ -47,13 +50,11 @@ def _number(name: str, value: object) -> int | float:
 
 def check_progress(done: object, total: object = None, note: object = "") -> Progress:
     """The validated Progress. `done` and `total` are numbers of items
-    (whole or fractional, not bool), done ≥ 0, total > 0 or None, done ≤
-    total; `note` a string, cut to NOTE_MAX_CHARS. Raises InvalidInput
+    (whole or fractional, not bool), done ≥ 0, total ≥ 0 or None (0:
+    nothing to do), done ≤ total; `note` a string, cut to NOTE_MAX_CHARS. Raises InvalidInput
     (a ValueError) naming the argument."""
     done_n = _number("done", done)
     total_n = None if total is None else _number("total", total)
-    if total_n is not None and total_n == 0:
-        raise InvalidInput("total", "must be more than 0 (or None when unknown)")
     if total_n is not None and done_n > total_n:
         raise InvalidInput("done", f"{done_n!r} is more than total ({total_n!r})")
     if not isinstance(note, str):
@@ -76,11 +77,16 @@ def progress_from_json(data: object) -> Progress | None:
 
 def progress_text(progress: Progress) -> str:
     """ "40 of 100 (40 %): note", "40 done: note"."""
-    if progress.total:
+    if progress.total is not None:
         text = f"{progress.done:g} of {progress.total:g} ({progress.percent:g} %)"
     else:
         text = f"{progress.done:g} done"
     return f"{text}: {progress.note}" if progress.note else text
+
+
+class Stream(Protocol):
+    def write(self, text: str, /) -> Any: ...
+    def flush(self) -> Any: ...
 
 
 class TerminalProgress:
@@ -90,7 +96,7 @@ class TerminalProgress:
     multiple of `step_pct` (100 % included, once); `step_pct` 0 writes
     every call (a line per batch). Without a total it writes every call."""
 
-    def __init__(self, stream: TextIO, label: str, *, step_pct: float = 10) -> None:
+    def __init__(self, stream: Stream, label: str, *, step_pct: float = 10) -> None:
         self.stream, self.label, self.step_pct = stream, label, step_pct
         self._last_step: float = -1
 
@@ -106,4 +112,24 @@ class TerminalProgress:
         self.stream.flush()
 
 
-ProgressCallback = Callable[[int | float, int | float | None, str], None]
+ProgressCallback = Callable[[int, int, str], None]
+
+
+class Steps:
+    """Progress counted in steps whose total may grow as work is found
+    (maintenance: a step per section, more per cleanup batch). Calls
+    `report(done, total, note)` at each step; `done` never passes `total`
+    (a step beyond it raises the total)."""
+
+    def __init__(self, total: int, report: ProgressCallback | None = None) -> None:
+        self.total, self.done, self.report = total, 0, report
+
+    def grow(self, steps: int) -> None:
+        self.total += max(steps, 0)
+
+    def advance(self, note: str, *, to: int | None = None) -> None:
+        """One step on, or on `to` (never back)."""
+        self.done = self.done + 1 if to is None else max(to, self.done)
+        self.total = max(self.total, self.done)
+        if self.report is not None:
+            self.report(self.done, self.total, note)

@@ -10,13 +10,16 @@ from jobs.registry import takt_job
 
 @takt_job("takt.maintenance")
 def maintenance(job: Any) -> dict[str, Any]:
-    """F-70..F-73: one maintenance pass (runs.maintenance). Logs a line per
-    section and its findings; fails the run when a section failed."""
+    """F-70..F-73: one maintenance pass (runs.maintenance). Reports its
+    progress per section and cleanup batch (F-93), logs a line per section
+    and its findings; fails the run when a section failed."""
     from django.utils import timezone
 
     from .maintenance import run_maintenance
 
-    report = run_maintenance(now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})")
+    report = run_maintenance(
+        now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})", progress=job.progress
+    )
     for line in report.lines():
         job.log(line)
     failed = [s.failure for s in report.sections if s.failure is not None]
