@@ -1,5 +1,6 @@
-"""The built-in job "Takt maintenance" (created enabled, hourly at minute 7
-UTC, by jobs/migrations/0007_builtin_maintenance_job.py)."""
+"""The built-in jobs' targets: "Takt maintenance" (created enabled, hourly
+at minute 7 UTC, by jobs/migrations/0007_builtin_maintenance_job.py) and
+"Takt operations" (disabled, no trigger, jobs/migrations/0010)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ def maintenance(job: Any) -> dict[str, Any]:
     if failed:
         job.fail("; ".join(f"{f.title}: {f.detail}" for f in failed))
     return report.counts()
+
+
+@takt_job("takt.operation")
+def operation(job: Any) -> dict[str, Any]:
+    """F-93: the target of the built-in "Takt operations" job (made by
+    jobs/migrations/0010): the long operation its params name, a backfill,
+    a bulk run or an import (runs/operations.py, runs/operation_kinds.py)."""
+    from .operation_kinds import perform
+
+    return perform(job)
 
 
 from . import remote  # noqa: E402, F401  (registers takt.remote_run)
