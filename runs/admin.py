@@ -48,6 +48,11 @@ class RunAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
 
+    def get_urls(self) -> list[Any]:
+        from .live import live_urls  # F-93: <id>/live/, the run's live JSON
+
+        return [*live_urls(self.admin_site), *super().get_urls()]
+
 
 @admin.register(AuditRecord)
 class AuditRecordAdmin(admin.ModelAdmin):
