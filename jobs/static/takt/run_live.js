@@ -9,6 +9,7 @@
 (function () {
   const POLL_MS = 1000;
   const RETRY_MS = 5000;
+  const shown = new WeakMap(); // element -> the server HTML it shows
 
   function part(panel, name) {
     return panel.querySelector('[data-live="' + name + '"]');
@@ -44,10 +45,12 @@
     }
     part(panel, "notice").textContent = data.notice || (data.active ? "" : data.message);
     ["started_at", "finished_at", "duration"].forEach(function (name) {
+      // Replaced only when the server's text changes: admin.js rewrote the
+      // shown time into the browser's zone, which must not flicker back.
       const el = part(panel, name);
-      if (el && el.dataset.last !== data.html[name]) {
+      if (el && shown.get(el) !== data.html[name]) {
         el.innerHTML = data.html[name];
-        el.dataset.last = data.html[name];
+        shown.set(el, data.html[name]);
       }
     });
     showOutput(part(panel, "output"), data.output);
