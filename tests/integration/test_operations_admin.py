@@ -14,8 +14,9 @@ from django.urls import reverse
 
 from jobs.models import Job
 from runs.models import Run, RunStatus, RunTrigger
+from runs.operations import operations_job
 
-from .api_helpers import user_with
+from .api_helpers import SessionClient, user_with
 from .conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
@@ -157,3 +158,29 @@ def test_a_backfill_refused_by_the_operation_shows_the_error_on_the_form(admin_c
     assert page.status_code == 200
     assert page.context["form"].errors["end"] == ["must not be in the future"]
     assert not operation_runs()
+
+
+def test_the_operations_job_shows_in_the_admin_read_only_with_its_runs_as_history(admin_client):
+    job = operations_job()
+    run = Run.objects.create(job=job, trigger=RunTrigger.MANUAL, status=RunStatus.SUCCEEDED,
+                             scheduled_for=utc(2026, 6, 1), enqueued_at=utc(2026, 6, 1),
+                             params={"operation": "bulk_run"})  # fmt: skip
+
+    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    assert "target" not in form.fields and "enabled" in form.fields  # code-managed
+    assert reverse("admin:runs_run_change", args=[run.pk]) in page.content.decode()
+    assert "Takt operations" in admin_client.get(CHANGELIST).content.decode()
+
+
+def test_the_api_lists_the_operations_job_and_refuses_to_change_or_start_it():
+    job = operations_job()
+    client = SessionClient(user_with("jobs.view_job", "jobs.change_job", "runs.view_run"))
+    listed = client.get("/api/v1/jobs", name="Takt operations").json()["results"]
+    assert [(j["id"], j["code_managed"], j["enabled"]) for j in listed] == [(job.pk, True, False)]
+    refused = client.send("patch", f"/api/v1/jobs/{job.pk}", {"target": "tests.echo"})
+    assert refused.status_code == 400 and "declared in code" in str(refused.json())
+    assert client.send("post", f"/api/v1/jobs/{job.pk}/run", {}).status_code == 403
+    assert not job.runs.exists() and operations_job().target == "takt.operation"
