@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
@@ -48,11 +49,13 @@ def report_process(name: str, *, now: datetime, detail: str = "") -> None:
 
 
 class BeatReporter:
-    """Called from each beat tick: reports the beat and checks overdue
-    heartbeats every REPORT_EVERY_S. Never raises."""
+    """Called from each beat tick: reports the beat (with its scheduler
+    switch, TAKT_SCHEDULER_ENABLED) and checks overdue heartbeats every
+    REPORT_EVERY_S. Never raises."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, scheduler_enabled: bool = True) -> None:
         self.name = name
+        self.detail = beat_detail(scheduler_enabled)
         self._last = float("-inf")
 
     def maybe_report(self, *, now: datetime) -> None:
@@ -62,10 +65,53 @@ class BeatReporter:
         try:
             from .services import check_overdue
 
-            report_process(self.name, now=now)
+            report_process(self.name, now=now, detail=self.detail)
             check_overdue(now=now)
         except Exception:
             log.exception("the beat's heartbeat or overdue check failed")
+
+
+BEAT_PREFIX = "beat@"
+WORKER_PREFIX = "worker:"
+
+
+def beat_name(configured: str, host: str) -> str:
+    """A beat's heartbeat name: TAKT_BEAT_NAME, else beat@<host>. Two beats
+    on one host need names of their own to be told apart."""
+    name = configured.strip() or host
+    return name if name.startswith(BEAT_PREFIX) else f"{BEAT_PREFIX}{name}"
+
+
+def beat_detail(scheduler_enabled: bool) -> str:
+    return f"scheduler={'on' if scheduler_enabled else 'off'}"
+
+
+@dataclass(frozen=True)
+class LiveProcess:
+    name: str
+    last_seen_at: datetime
+    detail: str
+
+    @property
+    def scheduler_enabled(self) -> bool:
+        """A beat's switch as it reported it (older beats reported none: on)."""
+        return "scheduler=off" not in self.detail
+
+    @property
+    def concurrency(self) -> int:
+        value = self.detail.partition("concurrency=")[2].split()[:1]
+        return int(value[0]) if value and value[0].isdigit() else 0
+
+
+def live_processes(prefix: str, *, now: datetime) -> list[LiveProcess]:
+    """The beats (BEAT_PREFIX) or workers (WORKER_PREFIX) that reported
+    within their deadline, by name."""
+    rows = Heartbeat.objects.filter(
+        job__isnull=True,
+        name__startswith=prefix,
+        last_run_at__gte=now - timedelta(seconds=PROCESS_DEADLINE_S),
+    ).order_by("name")
+    return [LiveProcess(r.name, r.last_run_at, r.last_result) for r in rows if r.last_run_at]
 
 
 def concurrency_detail(concurrency: int) -> str:
@@ -75,19 +121,7 @@ def concurrency_detail(concurrency: int) -> str:
 def live_concurrency(*, now: datetime) -> int:
     """The pool sizes of the workers that reported within their deadline,
     added up: how many runs can execute at once (GET /api/v1/queue)."""
-    from datetime import timedelta
-
-    rows = Heartbeat.objects.filter(
-        job__isnull=True,
-        name__startswith="worker:",
-        last_run_at__gte=now - timedelta(seconds=PROCESS_DEADLINE_S),
-        last_result__startswith="concurrency=",
-    ).values_list("last_result", flat=True)
-    total = 0
-    for detail in rows:
-        value = detail.partition("=")[2]
-        total += int(value) if value.isdigit() else 0
-    return total
+    return sum(worker.concurrency for worker in live_processes(WORKER_PREFIX, now=now))
 
 
 def start_worker_reporter(name: str, concurrency: int = 0) -> threading.Thread:

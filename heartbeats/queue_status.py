@@ -1,39 +1,62 @@
 """The queue at a glance (F-41 `GET /api/v1/queue`, F-74 `takt_status`,
-F-92): here because it reads all three apps (heartbeats → runs → jobs)."""
+F-92 the queue page): here because it reads all three apps (heartbeats →
+runs → jobs)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Count, Min
 
 from jobs.models import QueueState, Trigger
 from jobs.queue import lock_file_present
 from runs.models import Run, RunStatus
 
-from .processes import live_concurrency
+from .processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 
 
 def queue_status(*, now: datetime) -> dict[str, Any]:
-    """next_scheduled (aware datetime or None), scheduler_enabled, paused
-    and its note, maintenance (the switch or the lock file), max_concurrency
-    (the live workers' pool sizes added up), active_count (running runs),
-    queued_count (runs waiting to start, held ones included)."""
+    """next_scheduled (aware datetime or None); scheduler_enabled (at least
+    one live beat dispatches by schedule, as the beats report their own
+    TAKT_SCHEDULER_ENABLED); paused with its note, who, when and until;
+    maintenance (the switch or the lock file) and its note; max_concurrency
+    (the live workers' pool sizes added up); active_count (running runs),
+    queued_count (runs waiting to start, held ones included); the live beats
+    and workers."""
     state = QueueState.objects.filter(pk=1).first()
+    paused = bool(state and state.paused)
     counts = dict(
         Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
         .values_list("status")
         .annotate(n=Count("id"))
     )
+    beats = live_processes(BEAT_PREFIX, now=now)
+    workers = live_processes(WORKER_PREFIX, now=now)
     return {
         "next_scheduled": Trigger.objects.filter(active=True).aggregate(m=Min("next_run_at"))["m"],
-        "scheduler_enabled": bool(settings.TAKT_SCHEDULER_ENABLED),
-        "paused": bool(state and state.paused),
-        "pause_note": state.pause_note if state and state.paused else "",
+        "scheduler_enabled": any(beat.scheduler_enabled for beat in beats),
+        "paused": paused,
+        "pause_note": state.pause_note if state and paused else "",
+        "paused_by": state.paused_by if state and paused else "",
+        "paused_at": state.paused_at if state and paused else None,
+        "paused_until": state.paused_until if state and paused else None,
         "maintenance": bool(state and state.maintenance) or lock_file_present(),
-        "max_concurrency": live_concurrency(now=now),
+        "maintenance_note": state.maintenance_note if state and state.maintenance else "",
+        "maintenance_lock_file": lock_file_present(),
+        "max_concurrency": sum(worker.concurrency for worker in workers),
         "active_count": counts.get(RunStatus.RUNNING, 0),
         "queued_count": counts.get(RunStatus.QUEUED, 0),
+        "beats": [
+            {
+                "name": b.name,
+                "scheduler_enabled": b.scheduler_enabled,
+                "last_seen_at": b.last_seen_at,
+            }
+            for b in beats
+        ],
+        "workers": [
+            {"name": w.name, "concurrency": w.concurrency, "last_seen_at": w.last_seen_at}
+            for w in workers
+        ],
     }

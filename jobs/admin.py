@@ -1,6 +1,8 @@
-"""The Django admin for jobs: triggers inline with their next fire times
-(F-19), run history under the editor (F-51), "Run now" (also on disabled
-jobs), enable/disable actions."""
+"""The Django admin for jobs (F-90, F-91): the job list an operator scans,
+the job editor with its triggers inline and a live "check schedule"
+(F-19), "Run now" (also on disabled jobs), the run history (F-51), "Why
+didn't it run?" (F-66); enable, disable, pause, resume and backfill as
+actions. Each action calls one service."""
 
 from __future__ import annotations
 
@@ -10,26 +12,41 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import flatten_fieldsets
-from django.db.models import Min, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
+from redis import RedisError
 
+from heartbeats.explaining import explain_job  # the admin is glue over all three apps
+from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger
+from runs.services import enqueue_job
 
 from . import services
+from .admin_list import JobChangeList, annotate_list
+from .admin_panels import (
+    dispatch_summary,
+    explanation_view,
+    limit_text,
+    operations_summary,
+    pause_summary,
+    retries_summary,
+    run_history,
+    titled,
+)
 from .calendar_admin import HolidayCalendarAdmin  # noqa: F401  (registers it)
 from .definitions import OPERATOR_FIELDS
+from .display import ADMIN_CSS, ADMIN_JS, EMPTY, duration_text, state_badge, status_badge, time_html
 from .errors import TaktError
 from .import_admin import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from .models import Job
+from .queue_admin import QueueStateAdmin  # noqa: F401  (registers the queue page)
 from .trigger_admin import TriggerInline
-
-HISTORY_ROWS = 25
 
 
 class BackfillForm(forms.Form):
@@ -49,10 +66,15 @@ class BackfillForm(forms.Form):
 class JobAdmin(admin.ModelAdmin):
     inlines = [TriggerInline]
     list_display = (
-        "name", "enabled", "schedule", "next_run", "last_status", "target", "priority", "code",
+        "name", "enabled", "schedule", "next_run", "last_run", "heartbeat_state", "group",
+        "target", "code",
     )  # fmt: skip
-    list_filter = ("enabled", "kind", "queue", "code_managed")
-    search_fields = ("name", "description", "target", "owner")
+    list_filter = ("enabled", "paused", "kind", "queue", "code_managed")
+    search_fields = ("name", "key", "target")
+    sortable_by = ("name",)  # any other column would sort every job to show one page
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 100
     actions = ["run_now", "enable", "disable", "pause", "resume", "backfill"]
     readonly_fields = (
         "code_managed",
@@ -62,70 +84,97 @@ class JobAdmin(admin.ModelAdmin):
         "paused_by",
         "paused_at",
         "consecutive_failures",
-        "runs_done",
+        "run_limit",
     )
-    fieldsets = (
-        (None, {"fields": ("name", "key", "description", "enabled", "kind", "target", "params")}),
-        (
-            "Dispatch",
-            {
-                "fields": (
-                    ("priority", "queue"),
-                    ("api_trigger_permission", "allowed_during_maintenance"),
-                    ("timeout_s", "timeout_action"),
-                    ("overlap_policy", "max_instances", "max_buffered"),
-                    ("missed_run_policy", "catchup_pick", "catchup_max_runs", "catchup_window_s"),
-                )
-            },
-        ),
-        (
-            "Retries",
-            {
-                "fields": (
-                    ("max_retries", "retry_on_timeout"),
-                    ("retry_backoff_s", "retry_backoff_factor", "retry_backoff_max_s"),
-                    "retry_jitter",
-                    "non_retryable_exceptions",
-                    "dropped_retries",
-                )
-            },
-        ),
-        (
-            "Pause and limits",
-            {
-                "fields": (
-                    ("paused", "paused_until"),
-                    "pause_note",
-                    ("paused_by", "paused_at"),
-                    ("pause_after_failures", "consecutive_failures"),
-                    ("max_runs", "runs_done"),
-                )
-            },
-        ),
-        (
-            "Operations",
-            {
-                "classes": ("collapse",),
-                "fields": (
-                    "heartbeat_deadline_s",
-                    "notify",
-                    "owner",
-                    "notes",
-                    "code_managed",
-                    "created_at",
-                    "updated_at",
-                ),
-            },
-        ),
-    )
+    change_form_template = "admin/jobs/job/change_form.html"
+
+    class Media:
+        css = {"all": ADMIN_CSS}
+        js = ADMIN_JS
+
+    def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> Any:
+        """What most jobs need first; the policies in collapsed sections whose
+        headings say what they hold (F-91)."""
+        job = obj or Job()
+        collapsed = ("collapse",)
+        return (
+            (
+                None,
+                {
+                    "fields": (
+                        ("name", "enabled"),
+                        "target",
+                        "params",
+                        "description",
+                        ("key", "kind"),
+                    )
+                },
+            ),
+            (
+                titled("Dispatch", dispatch_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("priority", "queue"),
+                        ("api_trigger_permission", "allowed_during_maintenance"),
+                        ("timeout_s", "timeout_action"),
+                        ("overlap_policy", "max_instances", "max_buffered"),
+                        (
+                            "missed_run_policy",
+                            "catchup_pick",
+                            "catchup_max_runs",
+                            "catchup_window_s",
+                        ),
+                    ),
+                },
+            ),
+            (
+                titled("Retries", retries_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("max_retries", "retry_on_timeout"),
+                        ("retry_backoff_s", "retry_backoff_factor", "retry_backoff_max_s"),
+                        "retry_jitter",
+                        "non_retryable_exceptions",
+                        "dropped_retries",
+                    ),
+                },
+            ),
+            (
+                titled("Pause and limits", pause_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("paused", "paused_until"),
+                        "pause_note",
+                        ("paused_by", "paused_at"),
+                        ("pause_after_failures", "consecutive_failures"),
+                        ("max_runs", "run_limit"),
+                    ),
+                },
+            ),
+            (
+                titled("Operations", operations_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        "heartbeat_deadline_s",
+                        "notify",
+                        "owner",
+                        "notes",
+                        "code_managed",
+                        ("created_at", "updated_at"),
+                    ),
+                },
+            ),
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(_next_run=Min("triggers__next_run_at"))
-            .prefetch_related("triggers")
-        )
+        return annotate_list(super().get_queryset(request))
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[JobChangeList]:
+        return JobChangeList
 
     def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> Any:
         """F-75: a job declared in code is edited there; the operator keeps
@@ -136,93 +185,81 @@ class JobAdmin(admin.ModelAdmin):
         shown = flatten_fieldsets(self.get_fieldsets(request, obj))
         return (*fields, *(f for f in shown if f not in OPERATOR_FIELDS and f not in fields))
 
-    @admin.display(description="Code", boolean=True, ordering="code_managed")
+    # --- list columns -----------------------------------------------------------
+    @admin.display(description="Code", boolean=True)
     def code(self, obj: Job) -> bool:
         """Declared in code (F-75)."""
         return obj.code_managed
 
     @admin.display(description="Schedule")
     def schedule(self, obj: Job) -> str:
-        return (
-            "; ".join(services.trigger_description(t) for t in obj.triggers.all() if t.enabled)
-            or "—"
-        )
+        words = [services.trigger_description(t) for t in obj.triggers.all() if t.enabled]
+        return "; ".join(words) or EMPTY
 
-    @admin.display(description="Next run", ordering="_next_run")
+    @admin.display(description="Next run")
     def next_run(self, obj: Job) -> Any:
-        return getattr(obj, "_next_run", None) if obj.enabled else None
+        value = getattr(obj, "_next_run", None)
+        return time_html(value, relative=True, compact=True) if value else EMPTY
 
     @admin.display(description="Last run")
-    def last_status(self, obj: Job) -> str:
-        last = obj.runs.order_by("-enqueued_at", "-id").values_list("status", flat=True).first()
-        return last or "—"
+    def last_run(self, obj: Job) -> Any:
+        run = getattr(obj, "_last_run", None)
+        if run is None:
+            return EMPTY
+        return format_html(
+            "{} <a href='{}'>{}</a> {}",
+            status_badge(run.status),
+            reverse("admin:runs_run_change", args=[run.pk]),
+            time_html(run.started_at or run.enqueued_at, compact=True),
+            duration_text(run.duration_s, empty=""),
+        )
 
+    @admin.display(description="Heartbeat")
+    def heartbeat_state(self, obj: Job) -> Any:
+        heartbeat = getattr(obj, "heartbeat", None)
+        return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
+
+    @admin.display(description="Group")
+    def group(self, obj: Job) -> str:
+        return obj.concurrency_group or EMPTY
+
+    @admin.display(description="Run limit")
+    def run_limit(self, obj: Job) -> str:
+        return limit_text(obj)
+
+    # --- the editor ----------------------------------------------------------------
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> HttpResponse:
         job = self.get_object(request, object_id)
-        extra = {
-            **(extra_context or {}),
-            "run_history": self.run_history(job) if job else "",
-            "explanation": self.explanation(job) if job else "",
-        }
+        extra = dict(extra_context or {})
+        if job is not None:
+            extra["run_history"] = run_history(job)
+            extra["explanation"] = explanation_view(self.explanation(job))
         return super().change_view(request, object_id, form_url, extra_context=extra)
 
-    def explanation(self, job: Job) -> str:
-        """F-66: the "why didn't it run?" checklist, as explain_job prints it."""
-        from runs.explaining import explain_job
+    def explanation(self, job: Job) -> Any:
+        """F-66: the checklist, as explain_job prints it; the error text when
+        Redis (the job's lock) cannot be read."""
+        try:
+            return explain_job(job, now=timezone.now())
+        except RedisError as exc:
+            return redis_unreachable_message(exc)
 
-        answer = explain_job(job, now=timezone.now())
-        rows = format_html_join(
-            "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            (("✅" if c.ok else "❌", c.name, c.detail) for c in answer.checks),
-        )
-        return format_html(
-            "<p><strong>{}</strong></p><table class='takt-history'>{}</table>", answer.verdict, rows
-        )
-
-    def run_history(self, obj: Job) -> str:
-        """The job's latest runs with their output, shown below the triggers (F-51)."""
-        runs = list(obj.runs.order_by("-enqueued_at", "-id")[:HISTORY_ROWS])
-        if not runs:
-            return "No runs yet."
-        rows = format_html_join(
-            "",
-            "<tr><td><a href='{}'>#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-            "<td><details><summary>{}</summary><pre>{}</pre></details></td></tr>",
-            (
-                (
-                    reverse("admin:runs_run_change", args=[r.pk]),
-                    r.pk,
-                    r.status,
-                    r.trigger,
-                    _fmt(r.scheduled_for),
-                    _fmt(r.started_at),
-                    _fmt(r.finished_at),
-                    f"{r.duration_s:.2f} s" if r.duration_s is not None else "",
-                    r.message[:80] or "output",
-                    r.output,
-                )
-                for r in runs
-            ),
-        )
-        more = reverse("admin:runs_run_changelist") + f"?job__id__exact={obj.pk}"
-        return format_html(
-            "<table class='takt-history'><thead><tr><th>Run</th><th>Status</th><th>Trigger</th><th>Scheduled for</th>"
-            "<th>Started</th><th>Finished</th><th>Duration</th><th>Message / output</th></tr></thead>"
-            "<tbody>{}</tbody></table><p><a href='{}'>All runs of this job</a></p>",
-            rows,
-            more,
-        )
+    def save_model(self, request: HttpRequest, obj: Job, form: Any, change: bool) -> None:
+        """A pause ticked in the editor records who and when (F-104)."""
+        if "paused" in form.changed_data:
+            if obj.paused:
+                obj.paused_by, obj.paused_at = request.user.get_username()[:150], timezone.now()
+            else:
+                obj.paused_until, obj.consecutive_failures = None, 0
+        super().save_model(request, obj, form, change)
 
     # --- actions ---------------------------------------------------------------
     @admin.action(description="Run now")
     def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """Up to INLINE_RUN_NOW_MAX jobs at once here; more as a `bulk_run`
         operation (F-93), whose run page shows its progress."""
-        from runs.services import enqueue_job
-
         ids = list(queryset.values_list("pk", flat=True))
         if len(ids) > INLINE_RUN_NOW_MAX:
             return start_operation_view(
@@ -292,15 +329,6 @@ class JobAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/jobs/job/backfill.html", context)
 
-    def save_model(self, request: HttpRequest, obj: Job, form: Any, change: bool) -> None:
-        """A pause ticked in the editor records who and when (F-104)."""
-        if "paused" in form.changed_data:
-            if obj.paused:
-                obj.paused_by, obj.paused_at = request.user.get_username()[:150], timezone.now()
-            else:
-                obj.paused_until, obj.consecutive_failures = None, 0
-        super().save_model(request, obj, form, change)
-
     # --- the "Run now" button on the change form --------------------------------
     def get_urls(self) -> list[Any]:
         run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
@@ -311,23 +339,23 @@ class JobAdmin(admin.ModelAdmin):
         ]
 
     def run_now_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
-        from runs.services import enqueue_job
-
         job = get_object_or_404(Job, pk=job_id)
+        back = HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
         if not self.has_change_permission(request, job):
-            return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
+            return back
         try:
             run = enqueue_job(job, trigger=RunTrigger.MANUAL)
         except TaktError as exc:
             self.message_user(request, str(exc), messages.ERROR)
-            return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
+            return back
         level = messages.SUCCESS if run.status == "queued" else messages.WARNING
-        self.message_user(request, f"Run #{run.pk} {run.status}. {run.message}".strip(), level)
-        return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
+        link = reverse("admin:runs_run_change", args=[run.pk])
+        self.message_user(
+            request,
+            format_html("<a href='{}'>Run #{}</a> {}. {}", link, run.pk, run.status, run.message),
+            level,
+        )
+        return back
 
 
-def _fmt(value: Any) -> str:
-    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z") if value else ""
-
-
-__all__ = ["HolidayCalendarAdmin", "JobAdmin", "Run"]
+__all__ = ["HolidayCalendarAdmin", "JobAdmin", "QueueStateAdmin", "Run"]

@@ -30,9 +30,12 @@ class TaktScheduler(Scheduler):
         if self._beat_reporter is None:
             import socket
 
-            from heartbeats.processes import BeatReporter
+            from heartbeats.processes import BeatReporter, beat_name
 
-            self._beat_reporter = BeatReporter(f"beat@{socket.gethostname()}")
+            self._beat_reporter = BeatReporter(
+                beat_name(settings.TAKT_BEAT_NAME, socket.gethostname()),
+                scheduler_enabled=bool(settings.TAKT_SCHEDULER_ENABLED),
+            )
         return self._beat_reporter
 
     def setup_schedule(self) -> None:

@@ -35,19 +35,26 @@ def utc_text(value: datetime) -> str:
 
 
 def time_html(
-    value: datetime | None, *, seconds: bool = True, relative: bool = False, empty: str = EMPTY
+    value: datetime | None,
+    *,
+    seconds: bool = True,
+    relative: bool = False,
+    compact: bool = False,
+    empty: str = EMPTY,
 ) -> SafeString:
     """A date-time as the admin shows it (see the module docstring).
-    `relative` adds "(in 4 min)" / "(3 min ago)" in the browser."""
+    `relative` adds "(in 4 min)" / "(3 min ago)" in the browser; `compact`
+    (lists) drops the date of a time that is today in the browser's zone."""
     if value is None:
         return format_html("{}", empty)
     iso = value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    flags = (" data-relative" if relative else "") + (" data-compact" if compact else "")
     return format_html(
         '<time class="takt-time" datetime="{}" title="{}" data-precision="{}"{}>{}</time>',
         iso,
         utc_text(value),
         "second" if seconds else "minute",
-        mark_safe(" data-relative") if relative else "",
+        mark_safe(flags),
         server_time_text(value, seconds=seconds),
     )
 

@@ -49,10 +49,13 @@ def mirror(*, paused: bool | None = None, maintenance: bool | None = None) -> No
     pipe.execute()
 
 
-def pause_queue(*, note: str = "", by: str = "", now: datetime) -> bool:
-    """Pause the queue. Returns False if it was paused already."""
+def pause_queue(
+    *, note: str = "", by: str = "", until: datetime | None = None, now: datetime
+) -> bool:
+    """Pause the queue, until `until` if given (the beat resumes it then).
+    Returns False if it was paused already (its note and end stay)."""
     n = QueueState.objects.filter(pk=queue_state().pk, paused=False).update(
-        paused=True, pause_note=note, paused_by=by[:150], paused_at=now
+        paused=True, pause_note=note, paused_by=by[:150], paused_at=now, paused_until=until
     )
     mirror(paused=True)
     if n:
@@ -63,11 +66,23 @@ def pause_queue(*, note: str = "", by: str = "", now: datetime) -> bool:
 def resume_queue(*, now: datetime) -> bool:
     """Resume the queue; returns False if it was not paused."""
     n = QueueState.objects.filter(pk=queue_state().pk, paused=True).update(
-        paused=False, resumed_at=now
+        paused=False, resumed_at=now, paused_until=None
     )
     mirror(paused=False)
     if n:
         log.info("queue resumed")
+    return bool(n)
+
+
+def resume_queue_if_due(*, now: datetime) -> bool:
+    """Resume a queue paused until a time that has come (the beat calls
+    this); compare-and-set, so two beats resume it once."""
+    n = QueueState.objects.filter(pk=1, paused=True, paused_until__lte=now).update(
+        paused=False, resumed_at=now, paused_until=None
+    )
+    if n:
+        mirror(paused=False)
+        log.info("queue resumed: its pause ended")
     return bool(n)
 
 

@@ -14,7 +14,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from .models import QueueState, Trigger
-from .queue import lock_file_present, mirror
+from .queue import lock_file_present, mirror, resume_queue_if_due
 from .services import resume_due_jobs
 
 log = logging.getLogger("takt.beat")
@@ -36,6 +36,7 @@ def run_tick(*, now: datetime) -> float:
     _mirror_pause(paused, maintenance)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
+        _resume_due_jobs(now=now)  # a pause with an end resumes by itself
         return float(settings.TAKT_POLL_SECONDS)
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
         wait = float(settings.TAKT_POLL_SECONDS)
@@ -69,14 +70,16 @@ RESUME_EVERY_S = 10.0
 
 
 def _resume_due_jobs(*, now: datetime) -> None:
-    """Lift job pauses whose paused_until has come, every RESUME_EVERY_S
-    (so an idle tick does not pay for the query each poll)."""
+    """Lift job pauses and the queue's pause whose paused_until has come,
+    every RESUME_EVERY_S (so an idle tick does not pay for the queries
+    each poll)."""
     global _resumed_at
 
     if time.monotonic() - _resumed_at < RESUME_EVERY_S:
         return
     _resumed_at = time.monotonic()
     resume_due_jobs(now=now)
+    resume_queue_if_due(now=now)
 
 
 @cache

@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from . import services
 from . import triggers as core
 from .constraints import WEEKDAY_NAMES
+from .display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
 from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
 
 PREVIEW_COUNT = 5
@@ -120,9 +121,9 @@ class TriggerInline(admin.StackedInline):
             "Weekdays, time window and excluded days",
             {"fields": ("weekdays", ("window_start", "window_end"), "exclude_calendars")},
         ),
-        (None, {"fields": ("jitter_seconds", ("next_run_at", "upcoming"))}),
+        (None, {"fields": ("jitter_seconds", ("next_run", "upcoming"))}),
     )
-    readonly_fields = ("next_run_at", "upcoming")
+    readonly_fields = ("next_run", "upcoming")
 
     # F-75: the triggers of a job declared in code are changed in code.
     def has_add_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
@@ -135,7 +136,20 @@ class TriggerInline(admin.StackedInline):
         return not (obj and obj.code_managed) and super().has_delete_permission(request, obj)
 
     class Media:
-        js = ("jobs/trigger_inline.js",)
+        css = {"all": ADMIN_CSS}
+        js = (*ADMIN_JS, "jobs/trigger_inline.js", "takt/schedule_preview.js")
+
+    @admin.display(description="Next run at")
+    def next_run(self, obj: Trigger) -> str:
+        if obj.pk is None:
+            return EMPTY
+        if not obj.active:
+            return format_html(
+                "{} <span class='takt-muted'>({})</span>",
+                time_html(obj.next_run_at),
+                "inactive: the job or the trigger is off",
+            )
+        return time_html(obj.next_run_at, relative=True)
 
     @admin.display(description="Next fire times (check schedule)")
     def upcoming(self, obj: Trigger) -> str:
@@ -151,4 +165,4 @@ class TriggerInline(admin.StackedInline):
             return "; ".join(exc.messages)
         if not times:
             return "Never fires again."
-        return format_html_join("", "{}<br>", ((t.isoformat(timespec="seconds"),) for t in times))
+        return format_html_join("", "{}<br>", ((time_html(t),) for t in times))

@@ -1,8 +1,11 @@
-"""The run history API (F-41, F-50): list with filters, retrieve with output.
+"""The run history API (F-41, F-50): list with filters, retrieve with output,
+and cancel (`POST /api/v1/runs/<id>/cancel`, runs.cancel.cancel_run).
 
-Read-only: runs are made by the scheduler, `enqueue_job()` and
+Runs are made by the scheduler, `enqueue_job()` and
 `POST /api/v1/jobs/<id>/run`. A token scoped to a job sees that job's runs
-only (so another installation can follow the run it started)."""
+only (so another installation can follow the run it started), and cancels
+them where it may start the job (its API trigger permission admits tokens).
+Users cancel with the permissions `runs.cancel_run` and `runs.view_run`."""
 
 from __future__ import annotations
 
@@ -10,12 +13,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 from django_filters import rest_framework as filters
-from rest_framework import serializers, viewsets
-from rest_framework.exceptions import ValidationError
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from jobs.api.auth import is_user, job_token
+from jobs.policies import ApiTriggerPermission
 
+from .cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from .models import Run, RunStatus, RunTrigger
 
 
@@ -48,6 +58,7 @@ class RunSerializer(serializers.ModelSerializer):
             "missed_count",
             "dedupe_key",
             "held",
+            "cancelled_by",
             "output",
         )
         read_only_fields = fields
@@ -91,13 +102,39 @@ class RunFilter(filters.FilterSet):
         fields = ("job", "status", "trigger", "dedupe_key")
 
 
+class RunEnded(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "the run has ended"
+
+
+class RedisDown(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "Redis cannot be reached"
+
+
+CANCEL_REFUSED = inline_serializer(
+    "CancelRefused",
+    {"status": serializers.ListField(child=serializers.CharField())},
+)
+SERVICE_UNAVAILABLE = inline_serializer("ServiceUnavailable", {"detail": serializers.CharField()})
+
+
+def canceller(request: Request) -> str:
+    """Who cancels, as Run.cancelled_by records it: the user's name, or
+    `token:<name>` for a job's token without a user."""
+    if is_user(request):
+        return str(request.user.get_username())
+    return f"token:{getattr(request.auth, 'name', '?')}"
+
+
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     """Runs, newest first. Filter by job, status (repeatable), trigger and
     time (`enqueued_after=2026-11-30T08:00:00Z` …, after inclusive, before
     exclusive). The list leaves out `output`; one run has it."""
 
     filterset_class = RunFilter
-    job_token_actions = ("list", "retrieve")
+    job_token_actions = ("list", "retrieve", "cancel")
+    action_perms: dict[str, list[str]] = {"cancel": ["runs.view_run", "runs.cancel_run"]}
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("job").order_by("-enqueued_at", "-id")
@@ -110,6 +147,48 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
         return RunListSerializer if self.action == "list" else RunSerializer
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: OpenApiResponse(RunSerializer, description="The run, now cancelled"),
+            409: OpenApiResponse(
+                CANCEL_REFUSED,
+                description="The run has ended: only a queued or running run can be cancelled",
+            ),
+            503: OpenApiResponse(
+                SERVICE_UNAVAILABLE, description="Redis cannot be reached: nothing was changed"
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued or running run. A running run loses its job's
+        lock at once and its process is told to stop (SIGUSR1, then SIGKILL
+        after TAKT_CANCEL_GRACE_SECONDS if it goes on); it ends `cancelled`
+        with `cancelled_by`, and the job's next fire time runs as usual."""
+        run = self.get_object()
+        token = job_token(request)
+        if token is not None and not is_user(request):
+            permission = run.job.api_trigger_permission
+            if permission == ApiTriggerPermission.OFF:
+                raise PermissionDenied(
+                    {
+                        "api_trigger_permission": [
+                            "a job's token cancels its runs only where it may start the job"
+                            " (API trigger permission 'authenticated' or 'token')"
+                        ]
+                    }
+                )
+        try:
+            cancelled = cancel_run(run.pk, by=canceller(request), now=timezone.now())
+        except RunNotFound as exc:
+            raise NotFound(str(exc)) from None
+        except RunNotCancellable as exc:
+            raise RunEnded({"status": [str(exc)]}) from None
+        except RedisUnreachable as exc:
+            raise RedisDown(str(exc)) from None
+        return Response(RunSerializer(cancelled, context={"request": request}).data)
 
 
 def register(router: Any) -> list[Any]:

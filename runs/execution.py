@@ -15,6 +15,12 @@
    `timed_out`.
 5. Records the end by compare-and-set, then releases the lock by token, so
    the next run cannot start before this one is recorded as finished.
+
+A run cancelled meanwhile (runs/cancel.py) is told to stop and killed
+after a grace period (runs/stopping.py); its end then loses the
+compare-and-set in step 5: it stays `cancelled`, with the output it had,
+counted as such, and its (already freed) lock slot is left to its new
+owner.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from .autosave import Autosave
 from .context import JobContext, JobFailed
 from .decisions import Decision, record
 from .dispatch import MAINTENANCE_REFUSAL
-from .locks import MAINTENANCE, PAUSED, LockKeeper, acquire_slot
+from .locks import CANCELLED_RUN, MAINTENANCE, PAUSED, JobLock, LockKeeper, acquire_slot
 from .metrics import count_lock_wait, release_and_count
 from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
@@ -49,6 +55,7 @@ from .retries import plan_retry
 from .services import finish_run, start_run
 from .signals import run_running_long, run_started
 from .statements import load_run, start_plain_run
+from .stopping import GATE, CancelWatch, save_cancelled_output
 from .transitions import Overlap, StartAction, compute_start_action
 
 log = logging.getLogger("takt.execution")
@@ -93,7 +100,7 @@ def execute(
         outcome = _call_target(run, lock)
         counted = outcome.status
         ended_at = clock()
-        finish_run(
+        recorded = finish_run(
             run,
             status=outcome.status,
             now=ended_at,
@@ -107,14 +114,42 @@ def execute(
                 run, status=outcome.status, now=ended_at, error_types=outcome.error_types
             ),
         )
+        if not recorded:
+            counted = _ended_elsewhere(run, outcome)
     finally:
-        lag = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else None
-        detail = f"started {run.started_at.isoformat() if run.started_at else '?'}, ended {counted}"
-        end = Decision("end", run.job_id, run.pk, detail=detail)
-        release_and_count(lock, status=counted, lag_s=lag, decision=end)
+        _count_end(run, lock, counted)
     if rules.policy in BUFFERING:
         release_next_held(run.job_id)
-    return outcome.status
+    return counted
+
+
+def _count_end(run: Run, lock: JobLock, status: str, note: str = "") -> None:
+    """Step 5's second half: release the lock by token, count the run's end
+    and log its decision, in one round trip."""
+    lag = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else None
+    detail = f"started {run.started_at.isoformat() if run.started_at else '?'}, ended {status}"
+    end = Decision("end", run.job_id, run.pk, detail=detail + note)
+    release_and_count(lock, status=status, lag_s=lag, decision=end)
+
+
+def _ended_elsewhere(run: Run, outcome: Outcome) -> str:
+    """The end lost its compare-and-set: the run was cancelled while it ran
+    (or maintenance marked it lost or expired). A cancelled run keeps the
+    output its job wrote until it stopped. Returns the status it has."""
+    extra = {"job_id": run.job_id, "run_id": run.pk}
+    if save_cancelled_output(run.pk, outcome.output):
+        log.info(
+            "run %s was cancelled while it ran: its end (%s) is not recorded",
+            run.pk,
+            outcome.status,
+            extra=extra,
+        )
+        return RunStatus.CANCELLED
+    status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+    log.warning(
+        "run %s ended %s, but it was %s meanwhile", run.pk, outcome.status, status, extra=extra
+    )
+    return status or outcome.status
 
 
 def _claim(run_id: int, *, worker: str, now: datetime) -> Run | None:
@@ -129,6 +164,9 @@ def _claim(run_id: int, *, worker: str, now: datetime) -> Run | None:
         )
         return None
     extra = {"job_id": run.job_id, "run_id": run.pk}
+    if run.status == RunStatus.CANCELLED and run.started_at is None:
+        log.info("run %s was cancelled before it started", run.pk, extra=extra)
+        return None
     if run.status != RunStatus.QUEUED:
         log.info("run %s is %s: duplicate delivery ignored", run.pk, run.status, extra=extra)
         _double_start(run, f"the run was already {run.status}")
@@ -159,6 +197,9 @@ def _not_locked(
         hold_run(run)
         log.info("run %s held: the queue is paused", run.pk, extra=extra)
         return RunStatus.QUEUED
+    if acquired == CANCELLED_RUN:  # cancelled between its start and its lock
+        log.info("run %s was cancelled before it took the job's lock", run.pk, extra=extra)
+        return RunStatus.CANCELLED
     if acquired == MAINTENANCE:  # F-29: refused, whatever triggered it
         record([Decision("refused", run.job_id, run.pk, detail="maintenance mode")])
         message = f"skipped: {MAINTENANCE_REFUSAL}"
@@ -234,12 +275,17 @@ def _call_target(run: Run, lock: Any) -> Outcome:
             long_run.check()
         autosave.changed()  # wakes the saver: this thread never waits on the database
 
-    keeper = LockKeeper(lock, on_tick=tick)
+    def killed() -> None:  # the cancelled run ignored its stop (runs/stopping.py)
+        _count_end(run, lock, RunStatus.CANCELLED, "; killed: it ignored the stop")
+
+    on_cancel = CancelWatch(run.pk, job.pk, output=ctx.output, on_kill=killed)
+    keeper = LockKeeper(lock, on_tick=tick, on_cancel=on_cancel)
     keeper.start()
     outcome = Outcome(RunStatus.SUCCEEDED)
     try:
         func, takes_context = resolve(job.target)
-        value = func(ctx) if takes_context else func(**ctx.params)
+        with GATE.job_callable():  # a stop signal raises only in here
+            value = func(ctx) if takes_context else func(**ctx.params)
         outcome.result = _jsonable(value)
     except SoftTimeLimitExceeded:
         outcome = Outcome(RunStatus.TIMED_OUT, f"timed out after {job.timeout_s} s and was stopped")

@@ -5,6 +5,13 @@ set with SET NX and a TTL. The owner renews the TTL while its run lives
 (`LockKeeper`); renewal and release are Lua scripts that act only when the
 key still holds the owner's token, so a worker whose lock expired and was
 taken over can never extend or delete the new owner's lock.
+
+A cancelled run (runs/cancel.py) loses its lock at once: `release_cancelled`
+deletes the slots whose token names the run and leaves a cancel marker
+``<prefix>:cancel:run:<id>``, in one round trip. The run's keeper sees the
+marker on its next renewal and hands over to `on_cancel` (the worker's stop,
+runs/stopping.py); a run that reaches the lock after its cancel finds the
+marker in the same round trip as the lock and does not start.
 """
 
 from __future__ import annotations
@@ -23,12 +30,17 @@ from django.conf import settings
 
 log = logging.getLogger("takt.locks")
 
+# KEYS: the lock, the run's cancel marker. -1: the run was cancelled.
 _RENEW = """
+if redis.call('exists', KEYS[2]) == 1 then
+  return -1
+end
 if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('pexpire', KEYS[1], ARGV[2])
 end
 return 0
 """
+# KEYS: queue pause, the lock, maintenance, the run's cancel marker.
 _ACQUIRE = """
 if redis.call('exists', KEYS[1]) == 1 then
   return -1
@@ -36,10 +48,35 @@ end
 if ARGV[3] == '0' and redis.call('exists', KEYS[3]) == 1 then
   return -2
 end
+if redis.call('exists', KEYS[4]) == 1 then
+  return -3
+end
 if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return 1
 end
 return 0
+"""
+# KEYS: the job's slot keys (ARGV[1] of them), then the runs' cancel markers.
+# ARGV: the slot count, the markers' value and TTL (ms), then one token
+# prefix per run ("run-<id>:"). Deletes only slots held by those runs.
+_RELEASE_CANCELLED = """
+local slots = tonumber(ARGV[1])
+local released = 0
+for i = 1, slots do
+  local token = redis.call('get', KEYS[i])
+  if token then
+    for j = 4, #ARGV do
+      if string.sub(token, 1, string.len(ARGV[j])) == ARGV[j] then
+        released = released + redis.call('del', KEYS[i])
+        break
+      end
+    end
+  end
+end
+for i = slots + 1, #KEYS do
+  redis.call('set', KEYS[i], ARGV[2], 'PX', ARGV[3])
+end
+return released
 """
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -65,6 +102,13 @@ def job_lock_key(job_id: int) -> str:
     return f"{settings.TAKT_KEY_PREFIX}:lock:job:{job_id}"
 
 
+def cancel_key(run_id: int | None) -> str:
+    """The marker a cancelled run leaves for its worker (see the module
+    docstring); for a lock that names no run, a key nobody sets."""
+    suffix = "none" if run_id is None else str(run_id)
+    return f"{settings.TAKT_KEY_PREFIX}:cancel:run:{suffix}"
+
+
 @dataclass
 class JobLock:
     """One owner's hold on a job's lock. `ttl_ms` is the lease length."""
@@ -77,19 +121,36 @@ class JobLock:
     def acquire(self) -> bool:
         return bool(self.client.set(self.key, self.token, nx=True, px=self.ttl_ms))
 
+    @property
+    def run_id(self) -> int | None:
+        """The run this lock's token names, if any."""
+        return token_run_id(self.token)
+
     def acquire_unless_paused(
         self, pause_key: str, maintenance_key: str = "", *, allowed_in_maintenance: bool = True
     ) -> int:
         """One round trip: -1 if `pause_key` exists (the queue is paused), -2
-        if `maintenance_key` exists and the job is not allowed then, 1 if the
-        lock was taken, 0 if it is held by another owner."""
-        keys = (pause_key, self.key, maintenance_key or f"{pause_key}:none")
+        if `maintenance_key` exists and the job is not allowed then, -3 if
+        the run the token names was cancelled, 1 if the lock was taken, 0 if
+        it is held by another owner."""
+        keys = (
+            pause_key,
+            self.key,
+            maintenance_key or f"{pause_key}:none",
+            cancel_key(self.run_id),
+        )
         allowed = "1" if allowed_in_maintenance else "0"
-        return int(self.client.eval(_ACQUIRE, 3, *keys, self.token, self.ttl_ms, allowed))
+        return int(self.client.eval(_ACQUIRE, 4, *keys, self.token, self.ttl_ms, allowed))
 
     def renew(self) -> bool:
         """Extend the lease; False when the lock is no longer ours."""
-        return bool(self.client.eval(_RENEW, 1, self.key, self.token, self.ttl_ms))
+        return self.renew_unless_cancelled() == RENEWED
+
+    def renew_unless_cancelled(self) -> int:
+        """Extend the lease, in one round trip with a look for the run's
+        cancel marker: RENEWED, NOT_OURS, or CANCELLED (nothing renewed)."""
+        keys = (self.key, cancel_key(self.run_id))
+        return int(self.client.eval(_RENEW, 2, *keys, self.token, self.ttl_ms))
 
     def release(self) -> bool:
         """Delete the lock if it still holds our token."""
@@ -121,6 +182,7 @@ def job_lock(
 
 
 RUN_TOKEN = "run-"
+RENEWED, NOT_OURS, CANCELLED = 1, 0, -1
 
 
 def token_run_id(token: bytes | str | None) -> int | None:
@@ -136,6 +198,25 @@ def token_run_id(token: bytes | str | None) -> int | None:
 
 PAUSED = "paused"
 MAINTENANCE = "maintenance"
+CANCELLED_RUN = "cancelled"
+
+
+def release_cancelled(
+    job_id: int, run_ids: list[int], *, marker: str, marker_ttl_s: float, slots: int
+) -> int:
+    """Cancelled runs give up their job's lock at once: delete every slot
+    (0 … slots-1) whose token names one of `run_ids` — never another run's
+    — and set each run's cancel marker to `marker` for `marker_ttl_s`, in
+    one Lua round trip. Returns how many slots were freed. Raises
+    redis.RedisError when Redis cannot be reached (nothing is changed)."""
+    if not run_ids:
+        return 0
+    slot_keys = [job_lock(job_id, slot=slot).key for slot in range(max(slots, 1))]
+    markers = [cancel_key(run_id) for run_id in run_ids]
+    prefixes = [f"{RUN_TOKEN}{run_id}:" for run_id in run_ids]
+    args = (len(slot_keys), marker, int(marker_ttl_s * 1000), *prefixes)
+    keys = (*slot_keys, *markers)
+    return int(get_redis().eval(_RELEASE_CANCELLED, len(keys), *keys, *args))
 
 
 def acquire_slot(
@@ -147,9 +228,9 @@ def acquire_slot(
 ) -> tuple[JobLock, bool | str]:
     """Try the job's lock slots in order; returns the lock taken and True,
     or slot 0's lock (not taken) and False when every slot is held, or
-    PAUSED when the queue is paused, or MAINTENANCE when maintenance mode is
-    on and the job is not allowed then (both checked in the same round
-    trip)."""
+    PAUSED when the queue is paused, MAINTENANCE when maintenance mode is
+    on and the job is not allowed then, CANCELLED_RUN when `run_id` was
+    cancelled (all checked in the same round trip)."""
     prefix = f"{settings.TAKT_KEY_PREFIX}:queue"
     for slot in range(max(slots, 1)):
         lock = job_lock(job_id, slot=slot, run_id=run_id)
@@ -162,6 +243,8 @@ def acquire_slot(
             return lock, PAUSED
         if got == -2:
             return lock, MAINTENANCE
+        if got == -3:
+            return lock, CANCELLED_RUN
         if got:
             return lock, True
     return job_lock(job_id, run_id=run_id), False
@@ -173,14 +256,25 @@ class LockKeeper:
     failed renewal sets `lost` and is logged; the run goes on, and
     maintenance treats it as lost if the lock is gone when it looks.
 
+    Once a renewal finds the run's cancel marker, the keeper renews no more
+    and calls `on_cancel` instead of `on_tick`, as often as it asks: it
+    returns the seconds until its next call (None: every interval).
+
     All keepers of a process share one daemon thread (`_Renewer`), so a run
     costs no thread start; a prefork child that forked gets its own."""
 
-    def __init__(self, lock: JobLock, on_tick: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        lock: JobLock,
+        on_tick: Callable[[], None] | None = None,
+        on_cancel: Callable[[], float | None] | None = None,
+    ) -> None:
         self.lock = lock
         self.on_tick = on_tick
+        self.on_cancel = on_cancel
         self.interval_s = max(lock.ttl_ms / 3000, 0.1)
         self.lost = False
+        self.cancelled = False
 
     def start(self) -> None:
         _renewer().add(self)
@@ -188,15 +282,24 @@ class LockKeeper:
     def stop(self) -> None:
         _renewer().discard(self)
 
-    def tick(self) -> None:
+    def tick(self) -> float:
+        """One renewal (or cancel step); returns the seconds until the next."""
         try:
-            if not self.lock.renew():
-                self.lost = True
-                log.warning("lock %s was lost before the run ended", self.lock.key)
-            if self.on_tick is not None:
+            if not self.cancelled:
+                state = self.lock.renew_unless_cancelled()
+                self.cancelled = state == CANCELLED
+                if state == NOT_OURS and not self.lost:
+                    self.lost = True
+                    log.warning("lock %s was lost before the run ended", self.lock.key)
+            if self.cancelled:
+                if self.on_cancel is not None:
+                    delay = self.on_cancel()
+                    return self.interval_s if delay is None else max(delay, 0.01)
+            elif self.on_tick is not None:
                 self.on_tick()
         except Exception:  # keep renewing through a passing Redis or DB error
             log.exception("renewing lock %s failed", self.lock.key)
+        return self.interval_s
 
 
 class _Renewer(threading.Thread):
@@ -231,9 +334,9 @@ class _Renewer(threading.Thread):
                     continue
                 close_old_connections()
                 for keeper in due:
-                    keeper.tick()
+                    delay = keeper.tick()
                     if keeper in self._due:
-                        self._due[keeper] = time.monotonic() + keeper.interval_s
+                        self._due[keeper] = time.monotonic() + delay
 
 
 _RENEWER: _Renewer | None = None

@@ -101,6 +101,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-enqueued_at", "-id"]
+        # runs.cancel.cancel_run through the API (and the admin's action).
+        permissions = [("cancel_run", "Can cancel a queued or running run")]
         constraints = [
             # F-100: no path, race or retry creates two runs for one fire time.
             models.UniqueConstraint(

@@ -1,8 +1,9 @@
 """Applying the overlap policy (F-23) to the database: counting a job's
 active runs, admitting a new run, holding a run back until the job is free,
 sending the next held run when it is, and cancelling the runs a
-`cancel_other` run replaces. The decisions themselves are the pure
-functions in runs/transitions.py.
+`cancel_other` run replaces (with the lock release and the stop that an
+operator's cancel, runs/cancel.py, shares). The decisions themselves are
+the pure functions in runs/transitions.py.
 
 Held runs are `queued` with `held` set and no published_at: the outbox
 sweep leaves them alone while their job has a running run. Whoever ends
@@ -18,6 +19,7 @@ import logging
 from collections import Counter
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
@@ -25,7 +27,7 @@ from jobs.models import Job
 from jobs.services import overlap_rules
 
 from .models import Run, RunStatus, task_id_for
-from .transitions import Decision, compute_admission
+from .transitions import MAX_INSTANCES, Decision, compute_admission
 
 log = logging.getLogger("takt.runs")
 
@@ -52,20 +54,75 @@ def admit(job: Job, *, running: int, waiting: int) -> Decision:
 
 def cancel_active_runs(job_id: int, *, keep: int | None, now: datetime, reason: str) -> list[str]:
     """Cancel the job's queued and running runs except `keep` (compare-and-
-    set per status). Returns the Celery task ids of the runs that were
-    running, to be revoked (stopped) after commit."""
+    set per status). The running ones give up their lock slots after commit
+    (release_cancelled_locks). Returns their Celery task ids, to be stopped
+    after commit (revoke_after_commit)."""
     base = Run.objects.filter(job_id=job_id).exclude(pk=keep)
-    running_ids = list(base.filter(status=RunStatus.RUNNING).values_list("pk", flat=True))
-    fields = {"status": RunStatus.CANCELLED, "finished_at": now, "message": reason}
+    fields = {
+        "status": RunStatus.CANCELLED,
+        "finished_at": now,
+        "message": reason,
+        "cancelled_by": REPLACED_BY,
+    }
     base.filter(status=RunStatus.QUEUED).update(**fields, held=False)
-    stopped = Run.objects.filter(pk__in=running_ids, status=RunStatus.RUNNING).update(**fields)
+    running_ids = [
+        pk
+        for pk, started_at in base.filter(status=RunStatus.RUNNING).values_list("pk", "started_at")
+        if Run.objects.filter(pk=pk, status=RunStatus.RUNNING).update(
+            **fields, duration_s=run_duration_s(started_at, now)
+        )
+    ]
     if running_ids:
-        log.info("cancelled %d running runs of job %s", stopped, job_id, extra={"job_id": job_id})
+        log.info(
+            "cancelled %d running runs of job %s",
+            len(running_ids),
+            job_id,
+            extra={"job_id": job_id},
+        )
+
+        def release() -> None:
+            try:
+                release_cancelled_locks(job_id, running_ids, now=now)
+            except Exception:  # their keepers' renewals then fail; the TTL frees the slots
+                log.exception("could not free the lock slots of cancelled runs %s", running_ids)
+
+        transaction.on_commit(release)
     return [task_id_for(pk) for pk in running_ids]
 
 
+def run_duration_s(started_at: datetime | None, ended_at: datetime) -> float | None:
+    """Seconds from start to end (never negative across machines' clocks);
+    None for a run that never started."""
+    if started_at is None:
+        return None
+    return max((ended_at - started_at).total_seconds(), 0.0)
+
+
+# Who cancelled a run that a cancel_other run replaced (Run.cancelled_by).
+REPLACED_BY = "takt (overlap policy cancel_other)"
+# The stop signal of a cancelled run: Celery's soft time limit in a prefork
+# child (SoftTimeLimitExceeded in the job, see runs/stopping.py).
+STOP_SIGNAL = "SIGUSR1"
+
+
+def release_cancelled_locks(job_id: int, run_ids: list[int], *, now: datetime) -> int:
+    """Free the lock slots of cancelled runs and leave each its cancel
+    marker (runs.locks.release_cancelled, one round trip). The marker lives
+    long enough for the run's keeper to see it at a renewal and to outlast
+    the grace period. Returns the slots freed; raises redis.RedisError."""
+    from .locks import release_cancelled
+
+    ttl_s = settings.TAKT_CANCEL_GRACE_SECONDS + 3 * settings.TAKT_LOCK_TTL_SECONDS + 60
+    return release_cancelled(
+        job_id, run_ids, marker=now.isoformat(), marker_ttl_s=ttl_s, slots=MAX_INSTANCES
+    )
+
+
 def revoke_after_commit(task_ids: list[str]) -> None:
-    """Stop the cancelled runs' processes once the cancel is committed."""
+    """Tell the cancelled runs' processes to stop once the cancel is
+    committed: Celery's revoke with terminate sends STOP_SIGNAL to the pool
+    child running each (a worker that misses the broadcast learns it from
+    the run's cancel marker, runs/stopping.py)."""
     if not task_ids:
         return
 
@@ -73,7 +130,7 @@ def revoke_after_commit(task_ids: list[str]) -> None:
         from .tasks import execute_run
 
         try:
-            execute_run.app.control.revoke(task_ids, terminate=True, signal="SIGTERM")
+            execute_run.app.control.revoke(task_ids, terminate=True, signal=STOP_SIGNAL)
         except Exception:  # the runs are cancelled either way; their end is ignored
             log.exception("could not ask the workers to stop %s", task_ids)
 

@@ -16,8 +16,12 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import URLValidator, validate_email
 
 from .envconfig import env_bool, env_float, env_int, env_str
+from .localenv import load_local_env, source_of
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# What `make run` chose (var/local.env) for every process of this checkout;
+# the environment wins. See scheduler_project/localenv.py.
+TAKT_LOCAL_ENV = load_local_env(BASE_DIR)
 VAR_DIR = Path(env_str("TAKT_VAR_DIR", "").strip() or BASE_DIR / "var")  # empty: the default
 
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "takt-development-key-change-me-in-production")
@@ -111,6 +115,7 @@ STATIC_ROOT = VAR_DIR / "static"
 
 # --- Redis and Celery ---------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_URL_SOURCE = source_of("REDIS_URL")  # for "cannot reach Redis at … (from …)"
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -141,8 +146,13 @@ CELERY_TIMEZONE = "UTC"
 TAKT_POLL_SECONDS = env_float("TAKT_POLL_SECONDS", 1.0, minimum=0.05, maximum=60)
 TAKT_DEFAULT_TIMEOUT = env_int("TAKT_DEFAULT_TIMEOUT", 300, minimum=1, maximum=7 * 86400)
 TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
+# The beat's heartbeat name (default beat@<host>): give two beats on one host names of their own.
+TAKT_BEAT_NAME = env_str("TAKT_BEAT_NAME", "").strip()
 TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
 TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
+# A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
+# the job); one still running this many seconds later is killed (SIGKILL).
+TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, maximum=3600)
 TAKT_OUTPUT_LIMIT_BYTES = env_int(
     "TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024
 )
@@ -196,6 +206,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "JobKindEnum": "jobs.policies.JobKind",
+        "TriggerKindEnum": "jobs.policies.TriggerKind",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "jobs.api.schema.add_error_responses",

@@ -6,6 +6,12 @@ from heartbeats.api import heartbeat_or_ping
 from heartbeats.ping import ping_view
 from runs.metrics import metrics_view
 
+# This project is Takt's own: its admin says so (a project that embeds Takt keeps its own).
+admin.site.site_header = "Takt"
+admin.site.site_title = "Takt"
+admin.site.index_title = "Jobs, runs and heartbeats"
+admin.site.index_template = "admin/takt/index.html"  # the landing page (heartbeats/summary.py)
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),

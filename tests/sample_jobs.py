@@ -3,6 +3,7 @@ test process, and by TAKT_JOB_MODULES in worker processes)."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -48,6 +49,49 @@ def fail(job: Any) -> None:
 @takt_job("tests.raise")
 def explode(job: Any) -> None:
     raise RuntimeError("exploded on purpose")
+
+
+@takt_job("tests.loop")
+def loop(job: Any) -> str:
+    """Loops for params['seconds'] (default 60) in short sleeps; its
+    `finally` logs, to show that a stop lets it clean up."""
+    seconds = float(job.params.get("seconds", 60))
+    job.log(f"looping {seconds} s in process {os.getpid()}")
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        job.log("cleaned up")
+    return "looped"
+
+
+@takt_job("tests.stubborn")
+def stubborn(job: Any) -> str:
+    """Catches every exception (the stop included) and loops on for
+    params['seconds'] (default 60)."""
+    job.log(f"stubborn in process {os.getpid()}")
+    deadline = time.monotonic() + float(job.params.get("seconds", 60))
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except BaseException as exc:  # what a job should never do
+            job.log(f"ignored {type(exc).__name__}")
+    return "never stopped"
+
+
+@takt_job("tests.cancel_self")
+def cancel_self(job: Any) -> str:
+    """Cancels its own run while it runs, as an operator would, then goes on
+    and returns: its end then races the cancel that came first."""
+    from django.utils import timezone
+
+    from runs.cancel import cancel_run
+
+    job.log("before the cancel")
+    cancel_run(job.run_id, by=job.params.get("by", "someone"), now=timezone.now())
+    job.log("after the cancel")
+    return "returned"
 
 
 @takt_job("tests.progress")

@@ -46,6 +46,13 @@ else
     redis_note="(from REDIS_URL)"
 fi
 
+# var/local.env: what this make run chose (the Redis URL, DATABASE_URL if set,
+# every TAKT_*/DJANGO_*/CELERY_* variable), read by every process started
+# from this checkout: `manage.py shell`, run_job and explain_job in a second
+# terminal talk to this Redis and database without exporting anything.
+python -m scheduler_project.localenv write var/local.env REDIS_URL DATABASE_URL >/dev/null ||
+    takt_die "could not write var/local.env"
+
 takt_say "Applying migrations ($(takt_describe_db))"
 python manage.py migrate --noinput
 python manage.py sync_jobs  # jobs declared in code (F-75); the beat syncs them again at start
@@ -61,6 +68,9 @@ cat <<EOF
     flower  http://127.0.0.1:$TAKT_FLOWER_PORT
     redis   $(takt_mask_url "$REDIS_URL") $redis_note
     db      $(takt_describe_db)
+
+  Commands from another terminal in this checkout use the same Redis and
+  database (var/local.env), e.g.  .venv/bin/python manage.py run_job 1 --wait
 
 EOF
 

@@ -191,21 +191,54 @@ class JobViewSet(
         return Response(JobSerializer(self.get_object(), context={"request": request}).data)
 
 
+class LiveBeatSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    scheduler_enabled = serializers.BooleanField(help_text="Its TAKT_SCHEDULER_ENABLED.")
+    last_seen_at = serializers.DateTimeField()
+
+
+class LiveWorkerSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    concurrency = serializers.IntegerField()
+    last_seen_at = serializers.DateTimeField()
+
+
 class QueueStatusSerializer(serializers.Serializer):
     next_scheduled = serializers.DateTimeField(allow_null=True)
-    scheduler_enabled = serializers.BooleanField()
+    scheduler_enabled = serializers.BooleanField(
+        help_text="At least one live beat dispatches by schedule (as the beats report it)."
+    )
     paused = serializers.BooleanField()
     pause_note = serializers.CharField(allow_blank=True)
+    paused_by = serializers.CharField(allow_blank=True)
+    paused_at = serializers.DateTimeField(allow_null=True)
+    paused_until = serializers.DateTimeField(
+        allow_null=True, help_text="The queue resumes by itself then."
+    )
     maintenance = serializers.BooleanField()
+    maintenance_note = serializers.CharField(allow_blank=True)
+    maintenance_lock_file = serializers.BooleanField(
+        help_text="Maintenance mode is on because TAKT_MAINTENANCE_LOCK_FILE exists."
+    )
     max_concurrency = serializers.IntegerField(
         help_text="Runs the live workers can execute at once (their pool sizes added up)."
     )
     active_count = serializers.IntegerField(help_text="Runs running now.")
     queued_count = serializers.IntegerField(help_text="Runs waiting to start.")
+    beats = LiveBeatSerializer(many=True, help_text="The beats whose heartbeat is live.")
+    workers = LiveWorkerSerializer(many=True, help_text="The workers whose heartbeat is live.")
 
 
 class QueueSwitchSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="")
+    until = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text="Resume by itself then."
+    )
+
+    def validate_until(self, value: Any) -> Any:
+        if value is not None and value <= timezone.now():
+            raise serializers.ValidationError("must be in the future")
+        return value
 
 
 class MaintenanceSerializer(serializers.Serializer):
@@ -240,7 +273,12 @@ class QueueViewSet(viewsets.ViewSet):
     def pause(self, request: Request) -> Response:
         body = QueueSwitchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        queue.pause_queue(note=body.validated_data["note"], by=_who(request), now=timezone.now())
+        queue.pause_queue(
+            note=body.validated_data["note"],
+            by=_who(request),
+            until=body.validated_data["until"],
+            now=timezone.now(),
+        )
         return self._status()
 
     @extend_schema(request=None, responses=QueueStatusSerializer)
@@ -269,7 +307,9 @@ def register(router: Any) -> list[Any]:
         ("queue/resume", "resume", "post"),
         ("queue/maintenance", "maintenance", "post"),
     ]
+    from .preview import SchedulePreviewView
+
     return [
         re_path(rf"^{path}/?$", QueueViewSet.as_view({method: name}), name=f"queue-{name}")
         for path, name, method in queue_routes
-    ]
+    ] + [re_path(r"^schedule/preview/?$", SchedulePreviewView.as_view(), name="schedule-preview")]

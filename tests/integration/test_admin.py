@@ -120,7 +120,7 @@ def test_the_run_now_button_creates_a_manual_run_also_for_a_disabled_job(admin_c
     run = Run.objects.get()
     assert (run.job, run.trigger, run.status) == (job, RunTrigger.MANUAL, RunStatus.QUEUED)
     assert response.redirect_chain == [(change_url(job), 302)]
-    assert f"Run #{run.pk} queued." in response.content.decode()
+    assert f"Run #{run.pk}</a> queued." in response.content.decode()
 
 
 def test_the_run_now_button_needs_a_post(admin_client):
@@ -144,7 +144,7 @@ def test_the_job_and_run_pages_render(admin_client):
         "job list": reverse("admin:jobs_job_changelist"),
         "job editor": change_url(job),
         "run list": reverse("admin:runs_run_changelist"),
-        "run list for the job": reverse("admin:runs_run_changelist") + f"?job__id__exact={job.pk}",
+        "run list for the job": reverse("admin:runs_run_changelist") + f"?job={job.pk}",
         "run": reverse("admin:runs_run_change", args=[run.pk]),
     }
     for name, url in pages.items():
@@ -268,7 +268,7 @@ def test_the_job_editor_says_why_a_job_did_not_run(admin_client):
     job = make_job("idle", enabled=False)
     page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
     assert b"Why didn&#x27;t it run?" in page.content or b"Why didn't it run?" in page.content
-    assert b"held back by: enabled (the job is disabled)" in page.content
+    assert b"held back by: enabled (the job is disabled (Run now still works))" in page.content
 
 
 def test_a_new_trigger_form_starts_with_every_weekday_ticked(admin_client):

@@ -42,15 +42,23 @@ def status_of(client) -> dict:
 
 
 def test_an_empty_installation(token, redis_client):
+    """No beat has reported: nothing dispatches by schedule."""
     assert status_of(token) == {
         "next_scheduled": None,
-        "scheduler_enabled": True,
+        "scheduler_enabled": False,
         "paused": False,
         "pause_note": "",
+        "paused_by": "",
+        "paused_at": None,
+        "paused_until": None,
         "maintenance": False,
+        "maintenance_note": "",
+        "maintenance_lock_file": False,
         "max_concurrency": 0,
         "active_count": 0,
         "queued_count": 0,
+        "beats": [],
+        "workers": [],
     }
 
 
@@ -86,8 +94,17 @@ def test_the_counts_the_next_fire_time_and_the_live_workers(token, redis_client)
     assert status["max_concurrency"] == 12
 
 
-@override_settings(TAKT_SCHEDULER_ENABLED=False)
-def test_scheduler_enabled_follows_the_setting(token, redis_client):
+def test_scheduler_enabled_is_what_the_live_beats_report(token, redis_client):
+    """The beats' own TAKT_SCHEDULER_ENABLED, not the web process's."""
+    now = timezone.now()
+    report_process("beat@a", now=now, detail="scheduler=off")
+    status = status_of(token)
+    assert status["scheduler_enabled"] is False
+    assert [(b["name"], b["scheduler_enabled"]) for b in status["beats"]] == [("beat@a", False)]
+    report_process("beat@b", now=now, detail="scheduler=on")
+    assert status_of(token)["scheduler_enabled"] is True
+    stale = now - timedelta(seconds=PROCESS_DEADLINE_S + 5)
+    report_process("beat@b", now=stale, detail="scheduler=on")
     assert status_of(token)["scheduler_enabled"] is False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
@@ -139,9 +140,12 @@ def test_pause_and_resume_queue_commands(capsys, redis_client):
 def test_explain_job_says_what_holds_the_job_back(capsys, redis_client):
     from django.utils import timezone
 
+    from heartbeats.processes import report_process
     from jobs.services import pause_job
 
     job = make_job("nightly")
+    report_process("beat@here", now=timezone.now(), detail="scheduler=on")
+    report_process("worker:celery@here", now=timezone.now(), detail="concurrency=2")
     pause_job(job.pk, note="waiting for the new API key", by="ops", now=timezone.now())
     call_command("explain_job", str(job.pk))
     out = capsys.readouterr().out
@@ -157,6 +161,7 @@ def test_takt_status_prints_the_queue(capsys, redis_client):
 
     from django.utils import timezone
 
+    from heartbeats.processes import report_process
     from jobs.queue import pause_queue
 
     make_job("a")
@@ -165,8 +170,12 @@ def test_takt_status_prints_the_queue(capsys, redis_client):
     status = json.loads(capsys.readouterr().out)
     assert status["paused"] is True and status["pause_note"] == "deploy"
     assert (status["active_count"], status["queued_count"]) == (0, 0)
+    report_process("beat@here", now=timezone.now(), detail="scheduler=off")
     call_command("takt_status")
-    assert "paused             True" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert re.search(r"^paused +True$", out, re.M), out
+    assert re.search(r"^beats +beat@here \(scheduler_enabled=False\)$", out, re.M), out
+    assert re.search(r"^scheduler_enabled +False$", out, re.M), out
     from jobs.queue import resume_queue
 
     resume_queue(now=timezone.now())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.urls import reverse
@@ -35,11 +35,12 @@ def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(ad
     for name, state in (("fresh", "OK"), ("stale", "Overdue"), ("broken", "Last run failed"),
                         ("never", "No run has reported yet")):  # fmt: skip
         row = page[page.index(f">{name}</a>") :].split("</tr>")[0]
-        assert f">{state}</td>" in row, (name, row)
+        assert f">{state}</span></td>" in row, (name, row)
     assert "Run &#x27;broken&#x27; failed" in page or "Run 'broken' failed" in page
-    assert (
-        f'datetime="{timezone.localtime(now).isoformat()[:19]}' in page
-    )  # the browser converts it
+    # UTC for the browser to show in its own zone; the server's zone as the text.
+    utc_iso = now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    assert f'datetime="{utc_iso}"' in page
+    assert timezone.localtime(now).strftime("%Y-%m-%d %H:%M:%S %Z") in page
 
     admin_client.post(reverse("admin:heartbeats_alerts_seen"), {"alert": [alert.pk]})
     assert Alert.objects.get(pk=alert.pk).seen

@@ -4,6 +4,7 @@ API's GET /api/v1/queue, F-41)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -20,13 +21,30 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         now = timezone.now()
-        status = queue_status(now=now)
-        nxt = status["next_scheduled"]
-        status["next_scheduled"] = nxt.isoformat() if nxt else None
-        status["now"] = now.isoformat()
+        status = {**queue_status(now=now), "now": now}
         if options["json"]:
-            self.stdout.write(json.dumps(status))
+            self.stdout.write(json.dumps(status, default=_iso))
             return
         width = max(len(k) for k in status)
         for key, value in status.items():
-            self.stdout.write(f"{key.ljust(width)}  {value if value not in (None, '') else '-'}")
+            self.stdout.write(f"{key.ljust(width)}  {_plain(value)}")
+
+
+def _iso(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"not JSON: {value!r}")
+
+
+def _plain(value: Any) -> str:
+    """One line per field: times in ISO 8601, the live beats and workers by name."""
+    if value in (None, "") or value == []:
+        return "-"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        return ", ".join(
+            f"{item['name']} ({', '.join(f'{k}={v}' for k, v in item.items() if k not in ('name', 'last_seen_at'))})"
+            for item in value
+        )
+    return str(value)

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from jobs.queue import lock_file_present, set_maintenance
+from runs.connectivity import require_redis
 
 
 class Command(BaseCommand):
@@ -21,6 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--note", default="", help="why (shown on the queue)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         on = options["state"] == "on"
         changed = set_maintenance(on, note=options["note"], now=timezone.now())
         word = "on" if on else "off"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import getpass
+from datetime import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from jobs.queue import pause_queue
+from runs.connectivity import require_redis
 
 
 class Command(BaseCommand):
@@ -16,7 +19,28 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--note", default="", help="why (shown with the pause)")
+        parser.add_argument(
+            "--until",
+            default=None,
+            help="resume by itself at this ISO 8601 time (without an offset: the server's zone)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        changed = pause_queue(note=options["note"], by=getpass.getuser(), now=timezone.now())
+        require_redis()
+        now = timezone.now()
+        until = _parse_until(options["until"], now=now)
+        changed = pause_queue(note=options["note"], by=getpass.getuser(), until=until, now=now)
         self.stdout.write("queue paused" if changed else "queue was already paused")
+
+
+def _parse_until(raw: str | None, *, now: datetime) -> datetime | None:
+    if raw is None:
+        return None
+    value = parse_datetime(raw)
+    if value is None:
+        raise CommandError(f"--until: not an ISO 8601 date and time: {raw!r}")
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    if value <= now:
+        raise CommandError(f"--until: {raw} is not in the future")
+    return value

@@ -8,11 +8,13 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from jobs.queue import resume_queue
+from runs.connectivity import require_redis
 
 
 class Command(BaseCommand):
     help = "Resume the queue: each due trigger is caught up once, held runs are sent again."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         changed = resume_queue(now=timezone.now())
         self.stdout.write("queue resumed" if changed else "queue was not paused")

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from jobs.errors import TaktError
+from runs.connectivity import require_redis
 from runs.models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
 
@@ -32,6 +33,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         try:
             run = enqueue_job(options["job_id"], trigger=RunTrigger.MANUAL)
         except TaktError as exc:

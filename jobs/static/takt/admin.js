@@ -1,7 +1,8 @@
 // Times in the Takt admin (F-90, F-64): every <time class="takt-time"
 // datetime="…Z"> is shown in the browser's own time zone with the zone's
 // abbreviation ("2026-12-01 11:51:10 EST"), to the second unless
-// data-precision="minute"; the tooltip keeps the UTC value. The server
+// data-precision="minute" (in lists, data-compact drops today's date); the
+// tooltip keeps the UTC value. The server
 // renders its own zone as the text, which stays where JavaScript is off.
 // window.Takt.formatTime(date, zone) is shared with the other Takt scripts.
 "use strict";
@@ -22,13 +23,33 @@
     return formats[key];
   }
 
+  // The zone's abbreviation ("EST", "CET"): English locales name different
+  // zones (en-US the American ones, en-GB the European ones); where none
+  // has a name, the offset ("GMT+5:30") stays.
+  const NAMING = ["en-US", "en-GB", "en-AU", "en-NZ", "en-IN", "en-ZA"];
+  const namers = {};
+  function zoneName(date, zone, fallback) {
+    for (const locale of NAMING) {
+      const key = locale + (zone || "");
+      if (!namers[key]) {
+        const options = { timeZoneName: "short" };
+        if (zone) options.timeZone = zone;
+        namers[key] = new Intl.DateTimeFormat(locale, options);
+      }
+      const part = namers[key].formatToParts(date).find(function (p) { return p.type === "timeZoneName"; });
+      if (part && !/^(GMT|UTC)[+-]/.test(part.value)) return part.value;
+    }
+    return fallback;
+  }
+
   // "2026-12-01 11:51:10 EST" in `zone` (default: the browser's).
   function formatTime(date, zone, precision) {
     const seconds = precision !== "minute";
     const p = {};
     formatter(zone, seconds).formatToParts(date).forEach(function (part) { p[part.type] = part.value; });
     const clock = p.hour + ":" + p.minute + (seconds ? ":" + p.second : "");
-    return p.year + "-" + p.month + "-" + p.day + " " + clock + " " + p.timeZoneName;
+    const name = zoneName(date, zone, p.timeZoneName);
+    return p.year + "-" + p.month + "-" + p.day + " " + clock + " " + name;
   }
 
   function relative(date, now) {
@@ -42,12 +63,19 @@
     return diff >= 0 ? "in " + text : text + " ago";
   }
 
+  // In lists (data-compact), a time of today drops its date.
+  function compact(text, when) {
+    const today = formatTime(new Date(), undefined, "minute").slice(0, 10);
+    return text.slice(0, 10) === today ? text.slice(11) : text;
+  }
+
   function localize(root) {
     const now = Date.now();
     (root || document).querySelectorAll("time.takt-time[datetime]").forEach(function (el) {
       const when = new Date(el.getAttribute("datetime"));
       if (isNaN(when)) return;
       let text = formatTime(when, undefined, el.dataset.precision);
+      if (el.hasAttribute("data-compact")) text = compact(text, when);
       if (el.hasAttribute("data-relative")) text += " (" + relative(when, now) + ")";
       el.textContent = text;
       el.dataset.localized = "1";

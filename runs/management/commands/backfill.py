@@ -16,6 +16,7 @@ from django.utils import timezone
 from jobs.errors import TaktError
 from jobs.models import Job
 from runs.backfill import backfill
+from runs.connectivity import require_redis
 from runs.progress import TerminalProgress
 
 
@@ -33,6 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="list the fire times only")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         job = Job.objects.filter(pk=options["job_id"]).first()
         if job is None:
             raise CommandError(f"job: no job with id {options['job_id']}")

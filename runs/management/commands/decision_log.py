@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from runs.connectivity import require_redis
 from runs.decisions import query
 
 
@@ -18,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=50)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         for entry in query(job_id=options["job"], limit=options["limit"]):
             run = f" run {entry['run']}" if entry.get("run") else ""
             trigger = f" trigger {entry['trigger']}" if entry.get("trigger") else ""

@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from runs.connectivity import require_redis
 from runs.maintenance import run_maintenance, section_names
 from runs.progress import TerminalProgress
 
@@ -33,6 +34,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         only = [name.strip() for name in options["only"].split(",") if name.strip()]
         try:
             report = run_maintenance(

@@ -1,0 +1,18 @@
+"""``{% load takt_summary %}{% takt_landing as summary %}``: the data of the
+Takt landing page (heartbeats/summary.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils import timezone
+
+from heartbeats.summary import landing_summary
+
+register = template.Library()
+
+
+@register.simple_tag
+def takt_landing() -> dict[str, Any]:
+    return landing_summary(now=timezone.now())

@@ -1,0 +1,39 @@
+"""Saying clearly which Redis a process tried when it cannot reach it.
+
+A command started from a second terminal must talk to the Redis that
+`make run` started (scheduler_project/localenv.py); when it cannot reach
+Redis at all, it names the URL it tried and where that URL came from,
+and exits non-zero, instead of printing nothing or "free"."""
+
+from __future__ import annotations
+
+import re
+
+import redis
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from .locks import get_redis
+
+
+def masked_url(url: str) -> str:
+    """`url` with its password replaced by ***."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def redis_unreachable_message(exc: Exception) -> str:
+    source = getattr(settings, "REDIS_URL_SOURCE", "")
+    where = f" ({source})" if source else ""
+    return (
+        f"cannot reach Redis at {masked_url(settings.REDIS_URL)}{where}: {exc}."
+        " Start it (`make run` starts its own), or set REDIS_URL to the Redis the workers use."
+    )
+
+
+def require_redis() -> None:
+    """Ping Redis once; raise CommandError naming the URL if it does not
+    answer (for management commands that need it)."""
+    try:
+        get_redis().ping()
+    except redis.RedisError as exc:
+        raise CommandError(redis_unreachable_message(exc)) from None
