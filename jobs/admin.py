@@ -43,8 +43,10 @@ from .calendar_admin import HolidayCalendarAdmin  # noqa: F401  (registers it)
 from .definitions import OPERATOR_FIELDS
 from .display import ADMIN_CSS, ADMIN_JS, EMPTY, duration_text, state_badge, status_badge, time_html
 from .errors import TaktError
+from .import_admin import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from .models import Job
 from .queue_admin import QueueStateAdmin  # noqa: F401  (registers the queue page)
+from .timeline_admin import timeline_urls
 from .trigger_admin import TriggerInline
 
 
@@ -257,16 +259,24 @@ class JobAdmin(admin.ModelAdmin):
 
     # --- actions ---------------------------------------------------------------
     @admin.action(description="Run now")
-    def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        """Up to INLINE_RUN_NOW_MAX jobs at once here; more as a `bulk_run`
+        operation (F-93), whose run page shows its progress."""
+        ids = list(queryset.values_list("pk", flat=True))
+        if len(ids) > INLINE_RUN_NOW_MAX:
+            return start_operation_view(
+                self, request, "bulk_run", {"jobs": ids}, what=f"Run now of {len(ids)} jobs"
+            )
         try:
             runs = [enqueue_job(job, trigger=RunTrigger.MANUAL) for job in queryset]
         except TaktError as exc:
             self.message_user(request, str(exc), messages.ERROR)
-            return
+            return None
         self.message_user(
             request,
             f"Started {len(runs)} run(s): " + ", ".join(f"#{r.pk} ({r.status})" for r in runs),
         )
+        return None
 
     @admin.action(description="Enable selected jobs")
     def enable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
@@ -294,30 +304,23 @@ class JobAdmin(admin.ModelAdmin):
         self.message_user(request, f"Resumed {n} job(s).")
 
     @admin.action(description="Backfill a past range…")
-    def backfill(self, request: HttpRequest, queryset: QuerySet[Job]) -> TemplateResponse | None:
+    def backfill(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """F-101: runs for every fire time of the selected jobs in a past
-        range (runs/backfill.py); asks for the range first."""
-        from runs.backfill import backfill
-
+        range (runs/backfill.py); asks for the range first, then starts it
+        as a `backfill` operation (F-93) and shows its run."""
         form = BackfillForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
-            start, end = form.cleaned_data["start"], form.cleaned_data["end"]
-            for job in queryset:
-                try:
-                    result = backfill(job, start=start, end=end, now=timezone.now())
-                except TaktError as exc:
-                    self.message_user(request, f"{job}: {exc}", messages.ERROR)
-                    continue
-                if result.skipped_reason:
-                    text = f"{job}: nothing created: {result.skipped_reason}"
-                    self.message_user(request, text, messages.WARNING)
-                    continue
-                self.message_user(
-                    request,
-                    f"{job}: {len(result.created)} run(s) created for"
-                    f" {len(result.fire_times)} fire time(s); {result.already_ran} already had a run.",
-                )
-            return None
+            ids = list(queryset.values_list("pk", flat=True))
+            params = {
+                "jobs": ids,
+                "start": form.cleaned_data["start"],
+                "end": form.cleaned_data["end"],
+            }
+            started = start_operation_view(
+                self, request, "backfill", params, what=f"Backfill of {len(ids)} job(s)", form=form
+            )
+            if started is not None:
+                return started
         context = {
             **self.admin_site.each_context(request),
             "title": "Backfill a past range",
@@ -333,7 +336,8 @@ class JobAdmin(admin.ModelAdmin):
         run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
         return [
             path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"),
-            *__import__("jobs.timeline_admin").timeline_admin.timeline_urls(self.admin_site),
+            *timeline_urls(self.admin_site),
+            *import_urls(self),
             *super().get_urls(),
         ]
 

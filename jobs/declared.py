@@ -20,8 +20,9 @@ and complete: an omitted field takes the model's default. The sync:
    keeps next_run_at. A job that is already as declared is not written;
 3. disables each code-managed job (with a key) that is no longer declared,
    notes why, and hands it to the admin (code_managed off). Nothing is
-   deleted: the run history stays. Code-managed jobs without a key (the
-   built-in "Takt maintenance" job) belong to the migrations, not the sync.
+   deleted: the run history stays. Takt's built-in jobs (without a key,
+   like "Takt maintenance", or with a key starting with ``takt.``, like
+   "Takt operations") belong to the migrations, not the sync.
 
 All of it runs in one transaction.
 """
@@ -49,6 +50,7 @@ from .policies import JobKind, TriggerKind
 log = logging.getLogger("takt.declared")
 
 SYNC_BY = "sync_jobs"
+BUILTIN_KEY_PREFIX = "takt."  # keys of Takt's own jobs, made by migrations
 SCHEDULE_OPTIONS = ("schedule", "every", "triggers")
 
 
@@ -221,6 +223,7 @@ def _sync(found: list[Declaration], *, now: datetime, dry_run: bool) -> SyncRepo
         Job.objects.select_for_update()
         .filter(code_managed=True, key__isnull=False)
         .exclude(key__in=[item.key for item in found])
+        .exclude(key__startswith=BUILTIN_KEY_PREFIX)
     )
     report.retired = [job.key or "" for job in retired]
     if dry_run:

@@ -30,6 +30,7 @@ from .admin_filters import (
     JobFilter,
 )
 from .cancel import cancel_run
+from .live import live_urls
 from .models import ACTIVE_STATUSES, AuditRecord, Run
 
 
@@ -193,7 +194,11 @@ class RunAdmin(admin.ModelAdmin):
 
     def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(require_POST(self.cancel_view))
-        return [path("<int:run_id>/cancel/", cancel, name="runs_run_cancel"), *super().get_urls()]
+        return [
+            path("<int:run_id>/cancel/", cancel, name="runs_run_cancel"),
+            *live_urls(self.admin_site),  # F-93: <id>/live/, the run's live JSON
+            *super().get_urls(),
+        ]
 
     def cancel_view(self, request: HttpRequest, run_id: int) -> HttpResponse:
         """The "Cancel run" button (the run's page, the job editor's "Why

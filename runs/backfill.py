@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -60,13 +61,27 @@ def backfill_fire_times(job: Job, *, start: datetime, end: datetime) -> list[dat
 
 
 def backfill(
-    job: Job, *, start: datetime, end: datetime, now: datetime, dry_run: bool = False
+    job: Job,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    dry_run: bool = False,
+    fire_times: list[datetime] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> BackfillResult:
     """Create the backfill runs (see the module docstring). `end` may not be
-    after `now`: the schedule itself runs what is still to come."""
+    after `now`: the schedule itself runs what is still to come.
+    `fire_times`: the job's fire times in the range, if the caller listed
+    them already (backfill_fire_times). `on_progress(handled, total)` is
+    called as fire times are handled (a run created, or one found): first
+    for those that already had a run, then per run created."""
     if end > now:
         raise InvalidInput("end", "must not be in the future")
-    result = BackfillResult(fire_times=backfill_fire_times(job, start=start, end=end))
+    if fire_times is None:
+        fire_times = backfill_fire_times(job, start=start, end=end)
+    result = BackfillResult(fire_times=fire_times)
+    report = on_progress or (lambda handled, total: None)
     done = set(
         Run.objects.filter(job=job, scheduled_for__in=result.fire_times).values_list(
             "scheduled_for", flat=True
@@ -74,6 +89,7 @@ def backfill(
     )
     todo = [t for t in result.fire_times if t not in done]
     result.already_ran = len(result.fire_times) - len(todo)
+    report(result.already_ran, len(fire_times))
     if dry_run or not todo:
         return result
     running, waiting = activity([job.pk], now=now).get(job.pk, (0, 0))
@@ -102,10 +118,11 @@ def backfill(
                     run.save(force_insert=True)
             except IntegrityError:  # the beat ran this fire time meanwhile
                 result.already_ran += 1
-                continue
-            result.created.append(run.pk)
-            if not run.held:
-                to_send.append(run)
-                free -= 1
+            else:
+                result.created.append(run.pk)
+                if not run.held:
+                    to_send.append(run)
+                    free -= 1
+            report(result.already_ran + len(result.created), len(fire_times))
         publish_after_commit(list(to_send))
     return result

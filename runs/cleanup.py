@@ -7,6 +7,7 @@ after it, until the next pass."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -52,9 +53,17 @@ def count_expired_runs(*, now: datetime) -> int:
     return expired_runs(now=now)[1].count()
 
 
-def delete_expired_runs(done: Deleted, *, now: datetime, batch: int, by: str) -> None:
+def delete_expired_runs(
+    done: Deleted,
+    *,
+    now: datetime,
+    batch: int,
+    by: str,
+    on_batch: Callable[[Deleted], None] | None = None,
+) -> None:
     """Delete the finished runs past retention, `batch` at a time, oldest
-    (lowest id) first; `done` counts what was deleted.
+    (lowest id) first; `done` counts what was deleted, and `on_batch(done)`
+    is told after each batch (progress, F-93).
 
     Per batch:
 
@@ -104,5 +113,7 @@ def delete_expired_runs(done: Deleted, *, now: datetime, batch: int, by: str) ->
         done.runs += deleted
         done.batches += 1
         log.info("deleted %d finished runs (#%d to #%d)", deleted, ids[0], ids[-1])
+        if on_batch is not None:
+            on_batch(done)
         if len(ids) < batch:
             return

@@ -1,12 +1,15 @@
 """What a job callable sees (F-03): its name, trigger, params, and
-`log()`/`fail()`."""
+`log()`/`fail()`/`progress()`."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .progress import Progress, check_progress
 
 log = logging.getLogger("takt.job")
 
@@ -17,7 +20,11 @@ class JobFailed(Exception):
 
 @dataclass
 class JobContext:
-    """Handed to a registered job function as its one argument."""
+    """Handed to a registered job function as its one argument.
+
+    `on_change`, if set, is called after each `log()` and `progress()`
+    (outside the context's lock): the worker's autosave uses it to save
+    the output and progress soon, at most once a second (runs.autosave)."""
 
     name: str
     description: str
@@ -26,9 +33,12 @@ class JobContext:
     run_id: int
     job_id: int
     output_limit: int = 256 * 1024
+    on_change: Callable[[], None] | None = None
     _lines: list[str] = field(default_factory=list)
     _size: int = 0
     _dropped: int = 0
+    _progress: Progress | None = None
+    _version: int = 0  # counts changes, so a save can tell whether anything is new
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, message: object) -> None:
@@ -36,11 +46,28 @@ class JobContext:
         line = str(message)
         log.info("%s", line, extra={"job_id": self.job_id, "run_id": self.run_id})
         with self._lock:
+            self._version += 1
             if self._size + len(line) + 1 > self.output_limit:
                 self._dropped += len(line) + 1
-                return
-            self._lines.append(line)
-            self._size += len(line) + 1
+            else:
+                self._lines.append(line)
+                self._size += len(line) + 1
+        self._changed()
+
+    def progress(self, done: int | float, total: int | float | None = None, note: str = "") -> None:
+        """Report how far the run has come: `done` items of `total` (None
+        when unknown), with a short `note` (cut to 500 characters). Shown
+        live as a bar and a percentage on the run's page and stored in
+        `Run.progress`; the last call wins. Cheap: call it per item.
+
+        Raises InvalidInput (a ValueError) naming the argument: `done` and
+        `total` must be numbers (not bool), done ≥ 0, total ≥ 0 (0: nothing
+        to do), done ≤ total; `note` a string."""
+        value = check_progress(done, total, note)
+        with self._lock:
+            self._version += 1
+            self._progress = value
+        self._changed()
 
     def fail(self, message: str) -> None:
         """End the run as failed with `message`."""
@@ -48,7 +75,20 @@ class JobContext:
 
     def output(self) -> str:
         with self._lock:
-            text = "\n".join(self._lines)
-            if self._dropped:
-                text += f"\n[output truncated: {self._dropped} more characters not kept]"
-            return text
+            return self._output()
+
+    def snapshot(self) -> tuple[int, str, dict[str, Any] | None]:
+        """(version, output, progress as stored) at one instant."""
+        with self._lock:
+            progress = self._progress.as_json() if self._progress is not None else None
+            return self._version, self._output(), progress
+
+    def _output(self) -> str:
+        text = "\n".join(self._lines)
+        if self._dropped:
+            text += f"\n[output truncated: {self._dropped} more characters not kept]"
+        return text
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()

@@ -8,7 +8,8 @@
    and does nothing at all.
 2. Takes the job's Redis lock. If another run holds it, the run ends
    `skipped` (overlap policy `skip`).
-3. Starts a keeper thread that renews the lock and saves the output so far.
+3. Starts a keeper thread that renews the lock, and the autosave of the
+   output and progress so far (runs.autosave).
 4. Calls the job's target with its context. `job.fail()` and exceptions end
    it `failed`; Celery's soft time limit (the job's timeout) ends it
    `timed_out`.
@@ -42,6 +43,7 @@ from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
 from jobs.services import long_run_seconds, notify_events, overlap_rules
 
+from .autosave import Autosave
 from .context import JobContext, JobFailed
 from .decisions import Decision, record
 from .dispatch import MAINTENANCE_REFUSAL
@@ -50,7 +52,7 @@ from .metrics import count_lock_wait, release_and_count
 from .models import Run, RunStatus, RunTrigger
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
-from .services import finish_run, save_output, start_run
+from .services import finish_run, start_run
 from .signals import run_running_long, run_started
 from .statements import load_run, start_plain_run
 from .stopping import GATE, CancelWatch, save_cancelled_output
@@ -263,13 +265,15 @@ def _call_target(run: Run, lock: Any) -> Outcome:
     )
     watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
     long_run = _LongRunWatch(run) if "long_run" in notify_events(run.job) else None
+    autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)
+    ctx.on_change = autosave.changed
 
     def tick() -> None:
         if watch is not None:
             watch.check()
         if long_run is not None:
             long_run.check()
-        save_output(run.pk, ctx.output())
+        autosave.changed()  # wakes the saver: this thread never waits on the database
 
     def killed() -> None:  # the cancelled run ignored its stop (runs/stopping.py)
         _count_end(run, lock, RunStatus.CANCELLED, "; killed: it ignored the stop")
@@ -296,6 +300,7 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         ctx.log(traceback.format_exc().rstrip())
     finally:
         keeper.stop()
+        autosave.close()  # the final progress; the output goes with finish_run
     if watch is not None and watch.warned:
         outcome.message = "; ".join(m for m in (watch.warning, outcome.message) if m)
     outcome.output = ctx.output()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -35,6 +35,7 @@ from jobs.models import Job
 
 from . import cleanup, recovery
 from .models import Run
+from .progress import ProgressCallback, Steps
 
 log = logging.getLogger("takt.maintenance")
 
@@ -128,12 +129,16 @@ class Report:
 
 @dataclass(frozen=True)
 class Pass:
-    """The arguments every section receives."""
+    """The arguments every section receives. `steps`: the pass's progress
+    (F-93), a step per section and `planned[name]` more for the section
+    that said so before the pass (its batches, advanced one by one)."""
 
     now: datetime
     batch: int
     dry_run: bool
     by: str
+    steps: Steps = field(default_factory=lambda: Steps(0))
+    planned: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,7 @@ class Section:
     label: str
     run: Callable[[SectionResult, Pass], None]
     describe: Callable[[SectionResult], str]
+    plan: Callable[[Pass], int] | None = None
 
 
 SECTIONS: dict[str, Section] = {}
@@ -152,10 +158,13 @@ def register_section(
     label: str,
     run: Callable[[SectionResult, Pass], None],
     describe: Callable[[SectionResult], str],
+    plan: Callable[[Pass], int] | None = None,
 ) -> None:
     """Add (or replace) a section; sections run in the order registered.
-    `run` fills the SectionResult (counts, findings) and may raise."""
-    SECTIONS[name] = Section(name, label, run, describe)
+    `run` fills the SectionResult (counts, findings) and may raise.
+    `plan`, asked before the pass when its progress is followed, says how
+    many steps (batches) the section will report besides its end."""
+    SECTIONS[name] = Section(name, label, run, describe, plan)
 
 
 def run_maintenance(
@@ -165,24 +174,30 @@ def run_maintenance(
     only: list[str] | None = None,
     dry_run: bool = False,
     by: str = "takt maintenance",
+    progress: ProgressCallback | None = None,
 ) -> Report:
     """Run the sections (all, or those named in `only`, in their own order)
     at `now` (aware). `batch`: rows per statement in loops that go through
     many runs. `dry_run`: count what would change, change nothing, send no
-    signal. `by` goes into the audit rows. Raises ValueError for an unknown
-    section name; a failing section never raises, see Report.failed."""
+    signal. `by` goes into the audit rows. `progress(done, total, note)`
+    is told of each section's end (the note is its line) and each cleanup
+    batch (F-93). Raises ValueError for an unknown section name; a failing
+    section never raises, see Report.failed."""
     unknown = sorted(set(only or []) - set(SECTIONS))
     if unknown:
         raise ValueError(
             f"unknown maintenance section(s) {', '.join(unknown)} (known: {', '.join(SECTIONS)})"
         )
+    chosen = [s for s in SECTIONS.values() if not only or s.name in only]
     args = Pass(now=now, batch=max(int(batch), 1), dry_run=dry_run, by=by)
+    planned = _plan(chosen, args) if progress is not None else {}
+    steps = Steps(len(chosen) + sum(planned.values()), progress)
+    args = replace(args, steps=steps, planned=planned)
     report = Report(now=now, dry_run=dry_run)
-    for section in SECTIONS.values():
-        if only and section.name not in only:
-            continue
+    for section in chosen:
         result = SectionResult(section.name, section.label, section.describe, dry_run=dry_run)
         report.sections.append(result)
+        start = steps.done
         try:
             # No transaction around a section: what it did before failing
             # (a deleted batch, a run marked lost) stays done, and its
@@ -191,6 +206,7 @@ def run_maintenance(
         except Exception as exc:
             result.error = str(exc) or type(exc).__name__
             log.exception("maintenance section %s failed", section.name)
+        steps.advance(result.line(), to=start + 1 + planned.get(section.name, 0))
     if not dry_run:
         for receiver, response in maintenance_finished.send_robust(
             sender=Report, report=report, now=now
@@ -198,6 +214,19 @@ def run_maintenance(
             if isinstance(response, Exception):
                 log.error("maintenance_finished receiver %r failed: %r", receiver, response)
     return report
+
+
+def _plan(chosen: list[Section], args: Pass) -> dict[str, int]:
+    """The sections' planned steps; one that cannot tell plans none (its
+    own run reports the trouble)."""
+    planned = {}
+    for section in chosen:
+        if section.plan is not None:
+            try:
+                planned[section.name] = max(int(section.plan(args)), 0)
+            except Exception:
+                log.exception("maintenance section %s could not plan its progress", section.name)
+    return planned
 
 
 # --- lost and expired runs (F-70, F-71; runs/recovery.py) -------------------
@@ -250,17 +279,34 @@ def _describe_expire(result: SectionResult) -> str:
 
 # --- retention cleanup (F-52, F-72) ----------------------------------------
 
+CLEANUP_LABEL = "Cleanup 'runs'"
+
 
 def _cleanup(result: SectionResult, args: Pass) -> None:
     if args.dry_run:
         result.counts["deleted"] += cleanup.count_expired_runs(now=args.now)
         return
     done = cleanup.Deleted()
+    expected = args.planned.get("cleanup")
+
+    def batch_done(done: cleanup.Deleted) -> None:
+        of = f" of {expected}" if expected else ""
+        args.steps.advance(f"{CLEANUP_LABEL}: batch {done.batches}{of}, {done.runs} runs deleted")
+
     try:
-        cleanup.delete_expired_runs(done, now=args.now, batch=args.batch, by=args.by)
+        cleanup.delete_expired_runs(
+            done, now=args.now, batch=args.batch, by=args.by, on_batch=batch_done
+        )
     finally:
         result.counts["deleted"] += done.runs
         result.counts["batches"] += done.batches
+
+
+def _plan_cleanup(args: Pass) -> int:
+    """The batches a cleanup will delete (none in a dry run, which only counts)."""
+    if args.dry_run:
+        return 0
+    return -(-cleanup.count_expired_runs(now=args.now) // args.batch)  # rounded up
 
 
 def _describe_cleanup(result: SectionResult) -> str:
@@ -337,7 +383,7 @@ def section_names() -> list[str]:
 
 register_section("lost", "Recover lost runs", _lost, _describe_lost)
 register_section("expire", "Expire runs", _expire, _describe_expire)
-register_section("cleanup", "Cleanup 'runs'", _cleanup, _describe_cleanup)
+register_section("cleanup", CLEANUP_LABEL, _cleanup, _describe_cleanup, _plan_cleanup)
 register_section("checks", "Checks", _checks, _describe_checks)
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""The built-in job "Takt maintenance" (created enabled, hourly at minute 7
-UTC, by jobs/migrations/0007_builtin_maintenance_job.py)."""
+"""The built-in jobs' targets: "Takt maintenance" (created enabled, hourly
+at minute 7 UTC, by jobs/migrations/0007_builtin_maintenance_job.py) and
+"Takt operations" (disabled, no trigger, jobs/migrations/0010)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,32 @@ from jobs.registry import takt_job
 
 @takt_job("takt.maintenance")
 def maintenance(job: Any) -> dict[str, Any]:
-    """F-70..F-73: one maintenance pass (runs.maintenance). Logs a line per
-    section and its findings; fails the run when a section failed."""
+    """F-70..F-73: one maintenance pass (runs.maintenance). Reports its
+    progress per section and cleanup batch (F-93), logs a line per section
+    and its findings; fails the run when a section failed."""
     from django.utils import timezone
 
     from .maintenance import run_maintenance
 
-    report = run_maintenance(now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})")
+    report = run_maintenance(
+        now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})", progress=job.progress
+    )
     for line in report.lines():
         job.log(line)
     failed = [s.failure for s in report.sections if s.failure is not None]
     if failed:
         job.fail("; ".join(f"{f.title}: {f.detail}" for f in failed))
     return report.counts()
+
+
+@takt_job("takt.operation")
+def operation(job: Any) -> dict[str, Any]:
+    """F-93: the target of the built-in "Takt operations" job (made by
+    jobs/migrations/0010): the long operation its params name, a backfill,
+    a bulk run or an import (runs/operations.py, runs/operation_kinds.py)."""
+    from .operation_kinds import perform
+
+    return perform(job)
 
 
 from . import remote  # noqa: E402, F401  (registers takt.remote_run)

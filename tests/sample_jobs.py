@@ -92,3 +92,26 @@ def cancel_self(job: Any) -> str:
     cancel_run(job.run_id, by=job.params.get("by", "someone"), now=timezone.now())
     job.log("after the cancel")
     return "returned"
+
+
+@takt_job("tests.progress")
+def progress(job: Any) -> int:
+    """Counts to params['steps'] (5), a log line and job.progress() per
+    step, sleeping params['step_s'] (0) before each. With params['hold_key']
+    it stops after params['hold_after'] steps until that Redis list gets an
+    item (at most 20 s), so a test can look at the run half-way."""
+    steps = int(job.params.get("steps", 5))
+    pause_s = float(job.params.get("step_s", 0))
+    hold_key, hold_after = job.params.get("hold_key"), int(job.params.get("hold_after", 0))
+    for i in range(1, steps + 1):
+        time.sleep(pause_s)
+        job.log(f"step {i} of {steps}")
+        job.progress(i, steps, note=f"step {i}")
+        if hold_key and i == hold_after:
+            redis.Redis.from_url(settings.REDIS_URL).blpop([hold_key], timeout=20)
+    return steps
+
+
+@takt_job("tests.bad_progress")
+def bad_progress(job: Any) -> None:
+    job.progress(*job.params.get("args", ["many"]))

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from jobs.models import Job, Trigger
+from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
 
@@ -239,8 +240,13 @@ def test_the_backfill_action_asks_for_a_range_then_creates_the_runs(admin_client
         {**selected, "apply": "1", "start": "2025-03-29 13:00", "end": "2025-03-29 15:30"},
         follow=True,
     )
-    assert b"3 run(s) created for 3 fire time(s)" in done.content  # 12, 13, 14 UTC (Berlin +1)
-    assert job.runs.filter(trigger=RunTrigger.CATCHUP).count() == 3
+    # F-93: it runs as an operation, whose run page the admin shows.
+    operation = Run.objects.get(job__key="takt.operations")
+    assert done.redirect_chain == [(reverse("admin:runs_run_change", args=[operation.pk]), 302)]
+    assert execute(operation.pk, worker="test") == RunStatus.SUCCEEDED
+    operation.refresh_from_db()
+    assert "3 fire time(s), 0 already had a run, 3 run(s) created" in operation.output
+    assert job.runs.filter(trigger=RunTrigger.CATCHUP).count() == 3  # 12, 13, 14 UTC (Berlin +1)
 
 
 def test_pause_and_resume_actions_record_who_paused(admin_client):

@@ -1,5 +1,6 @@
 """F-74: create or update jobs from a file written by export_jobs
-(jobs.exchange), all or nothing."""
+(jobs.exchange), all or nothing. The plan goes to stdout; progress lines
+(every 10 %) to stderr (F-93)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from jobs.exchange import FORMATS, InvalidDefinition, format_of, import_jobs, load
+from jobs.exchange import FORMATS, InvalidDefinition, format_of
+from jobs.importing import import_text, plan_lines, summary_line
+from runs.progress import TerminalProgress
 
 
 class Command(BaseCommand):
     help = (
         "Import jobs from a YAML or JSON file (as export_jobs writes it; - reads standard"
         " input). Jobs are matched by key, else by id and name; --dry-run shows the changes."
+        " Progress goes to standard error."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,15 +39,17 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {path}: {exc}") from None
         by = f"{getpass.getuser()} (import_jobs)"
         try:
-            data = load(text, format_of(path, options["format"]))
-            items = import_jobs(data, now=timezone.now(), by=by, dry_run=options["dry_run"])
+            items = import_text(
+                text,
+                format_of(path, options["format"]),
+                now=timezone.now(),
+                by=by,
+                dry_run=options["dry_run"],
+                # The raw stream: Django would colour progress on stderr like an error.
+                on_progress=TerminalProgress(options.get("stderr") or sys.stderr, "import_jobs"),
+            )
         except InvalidDefinition as exc:
             raise CommandError(f"nothing imported:\n{exc}") from None
-        for item in items:
-            self.stdout.write(f"{item.action:<10} {item.label}")
-            if item.action == "update":
-                for line in item.changes:
-                    self.stdout.write(f"    {line}")
-        counts = {a: sum(i.action == a for i in items) for a in ("create", "update", "unchanged")}
-        summary = ", ".join(f"{n} {a}" for a, n in counts.items())
-        self.stdout.write(("dry run, nothing written: " if options["dry_run"] else "") + summary)
+        for line in plan_lines(items):
+            self.stdout.write(line)
+        self.stdout.write(summary_line(items, dry_run=options["dry_run"]))

@@ -1,8 +1,10 @@
 """F-101: `manage.py backfill <job id> --from … --to …` — runs for every fire
-time of a job in a past range (see runs/backfill.py)."""
+time of a job in a past range (see runs/backfill.py). The summary goes to
+stdout; progress (every 10 % of the fire times, F-93) to stderr."""
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -15,6 +17,7 @@ from jobs.errors import TaktError
 from jobs.models import Job
 from runs.backfill import backfill
 from runs.connectivity import require_redis
+from runs.progress import TerminalProgress
 
 
 class Command(BaseCommand):
@@ -37,9 +40,18 @@ class Command(BaseCommand):
             raise CommandError(f"job: no job with id {options['job_id']}")
         start = _parse(options["start"], "--from")
         end = _parse(options["end"], "--to")
+        # The raw stream: Django would colour progress on stderr like an error.
+        progress = TerminalProgress(options.get("stderr") or sys.stderr, "backfill")
         try:
             result = backfill(
-                job, start=start, end=end, now=timezone.now(), dry_run=options["dry_run"]
+                job,
+                start=start,
+                end=end,
+                now=timezone.now(),
+                dry_run=options["dry_run"],
+                on_progress=None
+                if options["dry_run"]
+                else lambda handled, total: progress(handled, total, "fire times handled"),
             )
         except TaktError as exc:
             raise CommandError(str(exc)) from None

@@ -1,10 +1,12 @@
 """F-70..F-73: `manage.py takt_maintenance [--only lost,expire,cleanup,checks]
 [--dry-run]` — one maintenance pass (runs/maintenance.py), the same as the
 built-in hourly job. Prints a line per section and its findings; exits 1
-when a section failed."""
+when a section failed. Progress (a line per section and cleanup batch,
+F-93) goes to stderr."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -12,6 +14,7 @@ from django.utils import timezone
 
 from runs.connectivity import require_redis
 from runs.maintenance import run_maintenance, section_names
+from runs.progress import TerminalProgress
 
 
 class Command(BaseCommand):
@@ -39,6 +42,10 @@ class Command(BaseCommand):
                 only=only or None,
                 dry_run=options["dry_run"],
                 by="manage.py takt_maintenance",
+                # The raw stream: Django would colour progress on stderr like an error.
+                progress=TerminalProgress(
+                    options.get("stderr") or sys.stderr, "takt_maintenance", step_pct=0
+                ),
             )
         except ValueError as exc:
             raise CommandError(f"--only: {exc}") from None
