@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from jobs.models import Job
+from jobs.models import Job, Trigger
 
 from .pages import (
     JOB_ADD,
@@ -22,6 +22,7 @@ from .pages import (
     field_errors,
     fill_datetime,
     fill_job,
+    job_change_url,
     job_row,
     new_triggers,
     save,
@@ -68,8 +69,9 @@ def test_interval_and_calendar_triggers_are_saved_from_the_add_job_page(
 def test_a_once_time_in_the_past_is_refused_at_its_field_until_fixed(
     page: Page, shot: Shot
 ) -> None:
-    # The date and time widgets take the server's zone (UTC here).
-    yesterday = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
+    # The date and time widgets take the server's zone (UTC here). The
+    # seconds are not 0, so the messages show them ("12:34:30 UTC").
+    yesterday = datetime.now(UTC).replace(second=30, microsecond=0) - timedelta(days=1)
     page.goto(JOB_ADD)
     fill_job(page, name="One-off")
     trigger = add_trigger(page)
@@ -170,3 +172,14 @@ def test_a_calendar_preset_shows_the_day_and_month_only_for_rules_that_use_them(
     expect(day_help).to_be_hidden()
     expect(month).to_be_hidden()
     expect(trigger.get_by_label("Time of day")).to_be_visible()
+
+
+def test_a_saved_trigger_opens_with_the_fields_of_its_kind(page: Page) -> None:
+    job = Job.objects.create(name="Saved", target="takt.hello_world")
+    Trigger.objects.create(job=job, kind="interval", interval_seconds=600)
+
+    page.goto(job_change_url(job.pk))
+
+    trigger = page.locator(".inline-related.has_original")  # a saved trigger's form
+    expect(trigger.get_by_label("Interval seconds")).to_have_value("600")
+    assert visible_labels(trigger) == sorted(FIELDS_BY_KIND["Interval"])
