@@ -5,6 +5,7 @@
 #                            flower (and a private Redis unless REDIS_URL is set)
 #   make test [ARGS="-k x"]  the pytest suite (DATABASE_URL=postgres://... for PostgreSQL)
 #   make lint                ruff check + ruff format --check
+#   make screenshots         the browser tests on SQLite, saving docs/images/admin/*.png
 #   make bench               benchmarks, full matrix (20-40 min; see benchmarks/README.md)
 #   make bench-quick         benchmarks, small sizes (under 3 minutes)
 #   make clean               remove var/ (all local state), .venv and takt.egg-info
@@ -12,7 +13,7 @@
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint clean bench bench-quick
+.PHONY: help run test lint screenshots clean bench bench-quick
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -25,6 +26,10 @@ test:
 
 lint:
 	@bash deploy/dev/lint.sh
+
+# SQLite whatever DATABASE_URL says: the pictures must not depend on it.
+screenshots:
+	@DATABASE_URL= TAKT_SCREENSHOTS=1 bash deploy/dev/test.sh -m browser tests/browser $(ARGS)
 
 bench:
 	@bash benchmarks/bench.sh --profile full $(ARGS)

@@ -8,6 +8,8 @@
 #   takt_ensure_redis_server  the redis-server binary is on PATH (installs it
 #                             with apt-get as root / passwordless sudo, or
 #                             explains what to run and exits 1)
+#   takt_ensure_chromium      Debian's /usr/bin/chromium (and an emoji font)
+#                             for the browser tests, installed like redis-server
 #   takt_port_free PORT       exit 0 if 127.0.0.1:PORT can be bound
 #   takt_free_port            print a free TCP port on 127.0.0.1
 
@@ -172,6 +174,40 @@ takt_ensure_redis_server() {
         ;;
     esac
     [ -n "$hint" ] && printf '%s\n' "$hint" >&2
+    exit 1
+}
+
+# takt_ensure_chromium: the browser tests (tests/browser) drive Debian's
+# Chromium at /usr/bin/chromium through Playwright; Playwright's own browser
+# download is never used (it needs the internet). The emoji font is there
+# so that screenshots show the admin's ✅ and ❌ rather than empty boxes;
+# without it the tests still run (a warning says so).
+TAKT_CHROMIUM=/usr/bin/chromium
+TAKT_EMOJI_FONT=/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
+takt_ensure_chromium() {
+    local rc=0
+    [ -x "$TAKT_CHROMIUM" ] && [ -f "$TAKT_EMOJI_FONT" ] && return 0
+    takt_say "Chromium or its emoji font is not installed; the browser tests need them"
+    takt_apt_install chromium fonts-noto-color-emoji || rc=$?
+    if [ -x "$TAKT_CHROMIUM" ]; then
+        [ -f "$TAKT_EMOJI_FONT" ] ||
+            takt_warn "no emoji font: screenshots show boxes for emoji (sudo apt-get install -y fonts-noto-color-emoji)"
+        return 0
+    fi
+    case "$rc" in
+    0)
+        printf '%s\n' "error: apt-get installed chromium, but $TAKT_CHROMIUM is missing." >&2
+        ;;
+    10)
+        printf '%s\n' "error: $TAKT_CHROMIUM is missing and this is not a Debian/Ubuntu system." \
+            "The browser tests launch Chromium from $TAKT_CHROMIUM: install Chromium and" \
+            "link its binary there, or run the tests on Debian/Ubuntu." >&2
+        ;;
+    *)
+        printf '%s\n' "error: Chromium is not installed (the browser tests need it). Install it with:" \
+            "    sudo apt-get update && sudo apt-get install -y chromium fonts-noto-color-emoji" >&2
+        ;;
+    esac
     exit 1
 }
 

@@ -43,10 +43,12 @@
   function update(box) {
     const wanted = wantedFields(box);
     const isWanted = function (name) { return wanted.includes(name); };
-    // Boxes of one field inside a row of several, then whole rows.
+    // A field in a row of several, then whole rows. The admin puts such a
+    // field's errors and help text beside its box, in a wrapper around
+    // both: hiding the box alone would leave its help text on show.
     box.querySelectorAll(".fieldBox").forEach(function (field) {
       const names = fieldNames(field);
-      if (names.length) show(field, names.some(isWanted));
+      if (names.length) show(field.parentElement, names.some(isWanted));
     });
     box.querySelectorAll(".form-row").forEach(function (row) {
       const names = fieldNames(row);

@@ -1,0 +1,214 @@
+"""Real-browser tests of the admin: Playwright drives Debian's Chromium
+(/usr/bin/chromium, never a browser Playwright downloads) against
+`manage.py runserver` in UTC, from a browser in America/New_York.
+
+* The web server and worker are the live processes of
+  tests/live_fixtures.py, started once per module with `server_env` below.
+* `browser` (per module) launches Chromium; a missing or broken Chromium
+  fails every test with what to install, it never skips.
+* `page` (per test) is a fresh context (New York, en-US, 1280x900) logged
+  in through the login page as `operator`; an uncaught JavaScript error or
+  a failed request on it fails the test. A failed test's last screen is
+  saved and named in the report.
+* `shot(page, name)` saves a full-page screenshot (docs/images/admin/ with
+  TAKT_SCREENSHOTS=1, else the test's tmp dir).
+
+Playwright's sync API keeps an asyncio loop running in this thread, and
+Django's ORM refuses to run where a loop runs unless
+DJANGO_ALLOW_ASYNC_UNSAFE is set: `browser` sets it while the module's
+browser is up (tests here call the ORM only between browser steps, never
+concurrently with them).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+try:
+    from playwright.sync_api import Browser, Error, Page, expect, sync_playwright
+except ImportError as exc:  # loud, at collection: never a silent skip
+    raise ImportError(
+        "The browser tests need Playwright: `make test` installs it, or run"
+        " `.venv/bin/pip install -e '.[dev]'` (never `playwright install`:"
+        " the tests drive Debian's chromium)"
+    ) from exc
+
+from tests.live_fixtures import (  # noqa: F401  (fixtures)
+    live_env,
+    live_log_dir,
+    start_process,
+    web,
+    worker,
+)
+from tests.processes import ROOT
+
+from .pages import log_in
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # the tests may run as root
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+INSTALL_HINT = (
+    "`make test` installs it (as root or with passwordless sudo), or run:"
+    " sudo apt-get install -y chromium"
+)
+BROWSER_TIME_ZONE = "America/New_York"
+VIEWPORT = {"width": 1280, "height": 900}
+TIMEOUT_MS = 10_000  # any one browser step: a click, a page load, an expect
+SCREENSHOT_DIR = ROOT / "docs" / "images" / "admin"
+OPERATOR = ("admin", "browser-test-pw")
+
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="session")
+def server_env() -> dict[str, str]:
+    """The web server, workers and beats run in UTC, five hours from the
+    browser (four in summer), with DEBUG on so runserver serves the static
+    files."""
+    return {"TAKT_TIME_ZONE": "UTC", "DJANGO_DEBUG": "true"}
+
+
+def headed() -> bool:
+    """TAKT_BROWSER_HEADED=1 shows the browser window (needs a display)."""
+    return os.environ.get("TAKT_BROWSER_HEADED", "") == "1"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium, headless (a fresh profile per launch: Playwright
+    makes a temporary user-data dir and removes it on close)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(
+            f"Chromium is not installed ({CHROMIUM} is missing): {INSTALL_HINT}", pytrace=False
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            try:
+                launched = playwright.chromium.launch(
+                    executable_path=str(CHROMIUM),
+                    headless=not headed(),
+                    args=CHROMIUM_ARGS + ([] if headed() else ["--headless"]),
+                    slow_mo=int(os.environ.get("TAKT_BROWSER_SLOW_MO_MS", "0")),
+                    timeout=30_000,
+                )
+            except Error as exc:
+                hint = "headed needs a display: try xvfb-run -a" if headed() else INSTALL_HINT
+                pytest.fail(f"Chromium ({CHROMIUM}) did not start: {exc}\n{hint}", pytrace=False)
+            yield launched
+            launched.close()
+
+
+@pytest.fixture(autouse=True)
+def _content_types_keep_their_ids(django_db_setup: Any, django_db_blocker: Any) -> None:
+    """Before each test, empty the database with its ids restarted, so that
+    post_migrate makes the content types again with the same ids each time.
+    The module's web server caches those ids for the admin's change log,
+    and the flush that ends each transactional test gives them new ones:
+    "Add job" in a later test would fail its foreign key."""
+    from django.core.management import call_command
+
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, reset_sequences=True, verbosity=0)
+
+
+@pytest.fixture
+def operator(transactional_db: None) -> tuple[str, str]:
+    """A superuser's (username, password). The tests' rows are committed
+    (the web server must see them) and emptied after each test, so the user
+    is made anew for each."""
+    from django.contrib.auth.models import User
+
+    User.objects.create(
+        username=OPERATOR[0], password=password_hash(), is_staff=True, is_superuser=True
+    )
+    return OPERATOR
+
+
+@functools.cache
+def password_hash() -> str:
+    """The operator's password hashed once per session (hashing takes half
+    a second; the web server still checks it at each login)."""
+    from django.contrib.auth.hashers import make_password
+
+    return make_password(OPERATOR[1])
+
+
+@pytest.fixture
+def anonymous_page(browser: Browser, web: str, tmp_path: Path) -> Iterator[Page]:  # noqa: F811
+    """A new page in a fresh browser context, not logged in, whose relative
+    URLs go to the web server: `page.goto("/admin/")`."""
+    context = browser.new_context(
+        base_url=web, timezone_id=BROWSER_TIME_ZONE, locale="en-US", viewport=VIEWPORT
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"JavaScript error: {exc}"))
+    page.on(
+        "response",
+        lambda r: (
+            problems.append(f"HTTP {r.status} for {r.url}")
+            if r.status >= 400 and not r.url.endswith("/favicon.ico")
+            else None
+        ),
+    )
+    yield page
+    context.close()
+    assert not problems, "the browser saw: " + "; ".join(problems)
+
+
+@pytest.fixture
+def page(anonymous_page: Page, operator: tuple[str, str]) -> Page:
+    """A page logged in as `operator` through the login page."""
+    log_in(anonymous_page, *operator)
+    return anonymous_page
+
+
+@pytest.fixture
+def shot(tmp_path: Path) -> Callable[[Page, str], Path]:
+    """shot(page, name): a full-page PNG of `page`, scrolled to the top, as
+    docs/images/admin/<name>.png with TAKT_SCREENSHOTS=1, else in the
+    test's tmp dir; returns its path."""
+    folder = SCREENSHOT_DIR if os.environ.get("TAKT_SCREENSHOTS") == "1" else tmp_path
+
+    def take(page: Page, name: str) -> Path:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+            raise ValueError(f"screenshot name {name!r}: use lowercase letters, digits and -")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.png"
+        page.evaluate("window.scrollTo(0, 0)")  # the admin's sticky sidebar stays on top
+        page.screenshot(path=path, full_page=True, animations="disabled", caret="hide")
+        return path
+
+    return take
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed browser test's report names a screenshot of its last screen."""
+    report = yield
+    funcargs = getattr(item, "funcargs", {})
+    browser_page = funcargs.get("anonymous_page")
+    if report.when == "call" and report.failed and browser_page is not None:
+        path = funcargs["tmp_path"] / "failure.png"
+        try:
+            browser_page.screenshot(path=path, full_page=True)
+            report.sections.append(("browser", f"last screen: {path}\nat {browser_page.url}"))
+        except Error as exc:
+            report.sections.append(("browser", f"no screenshot: {exc}"))
+    return report

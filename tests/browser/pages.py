@@ -1,0 +1,102 @@
+"""What an operator does in the admin, as Playwright steps: log in, fill
+in a job, add a trigger, type a date, save, reload until something shows.
+Fields are found by their labels, buttons and links by role and name."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from playwright.sync_api import Locator, Page, expect
+
+JOB_LIST = "/admin/jobs/job/"
+JOB_ADD = "/admin/jobs/job/add/"
+
+
+def log_in(page: Page, username: str, password: str) -> None:
+    """Log in through the admin's login page; returns on the admin index."""
+    page.goto("/admin/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+
+
+def job_change_url(job_id: int) -> str:
+    return f"/admin/jobs/job/{job_id}/change/"
+
+
+def fill_job(page: Page, *, name: str, target: str = "takt.hello_world") -> None:
+    """On the Add job page: the job's name and target."""
+    page.get_by_label("Name:", exact=True).fill(name)
+    page.get_by_label("Target").fill(target)
+
+
+def new_triggers(page: Page) -> Locator:
+    """The forms of the triggers being added, in page order (also when a
+    save has failed validation and shows them again)."""
+    return page.locator(".inline-related.dynamic-triggers")
+
+
+def add_trigger(page: Page) -> Locator:
+    """Press "Add another Trigger"; the new trigger's form."""
+    forms = new_triggers(page)
+    count = forms.count()
+    page.get_by_role("button", name="Add another Trigger").click()
+    expect(forms).to_have_count(count + 1)
+    return forms.nth(count)
+
+
+def fill_datetime(form: Locator, label: str, when: datetime) -> None:
+    """Type `when` (in the server's zone, as the admin's widget expects)
+    into the split date and time field labelled `label` (e.g. "Run at")."""
+    widget = (
+        form.locator("div", has=form.page.locator("label", has_text=label))
+        .locator("p.datetime")
+        .first
+    )
+    widget.get_by_role("textbox").nth(0).fill(when.strftime("%Y-%m-%d"))
+    widget.get_by_role("textbox").nth(1).fill(when.strftime("%H:%M:%S"))
+
+
+def save(page: Page) -> None:
+    """Press Save (not "Save and …")."""
+    page.get_by_role("button", name="Save", exact=True).click()
+
+
+def expect_saved(page: Page, name: str) -> None:
+    """After Save on an add page: the job list with its success message."""
+    added = re.compile(rf"The job “{re.escape(name)} \(#\d+\)” was added successfully")
+    expect(page.locator(".messagelist .success")).to_have_text(added)
+    expect(page).to_have_url(JOB_LIST)
+
+
+def job_row(page: Page, name: str) -> Locator:
+    """The job list's row of the job called `name`."""
+    return page.get_by_role("row").filter(has=page.get_by_role("link", name=name, exact=True))
+
+
+def run_history(page: Page) -> Locator:
+    """The rows of the run history under the job editor (F-51)."""
+    history = page.locator("fieldset").filter(
+        has=page.get_by_role("heading", name=re.compile(r"^Run history"))
+    )
+    return history.locator("tbody tr")
+
+
+def field_errors(form: Locator, field: str) -> Locator:
+    """The error list shown at the form row of model field `field`."""
+    return form.locator(f".form-row.field-{field} .errorlist, .fieldBox.field-{field} .errorlist")
+
+
+def reload_until(page: Page, check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Reload `page` every half second until `check()` is true; fail after
+    `timeout_s` seconds naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        page.wait_for_timeout(500)
+        page.reload()

@@ -1,0 +1,95 @@
+"""An operator logs in, adds a job with a cron trigger, finds it in the job
+list with its schedule in words, opens it and runs it now (F-90, F-91,
+F-51), in a real browser in New York against a server in UTC."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from jobs.models import Job
+
+from .pages import (
+    JOB_ADD,
+    JOB_LIST,
+    add_trigger,
+    expect_saved,
+    fill_job,
+    job_row,
+    reload_until,
+    run_history,
+)
+from .pages import save as press_save
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+Shot = Callable[[Page, str], Path]
+
+
+def test_an_operator_logs_in_through_the_login_page(
+    anonymous_page: Page, operator: tuple[str, str], shot: Shot
+) -> None:
+    page = anonymous_page
+    page.goto("/admin/")
+    expect(page).to_have_url(re.compile(r"/admin/login/\?next=/admin/$"))
+    page.get_by_label("Username").fill(operator[0])
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator(".errornote")).to_contain_text("enter the correct username and password")
+    shot(page, "login-refused")
+
+    page.get_by_label("Password").fill(operator[1])
+    page.get_by_role("button", name="Log in").click()
+
+    expect(page).to_have_url(re.compile(r"/admin/$"))
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+    expect(page.get_by_role("link", name="Jobs", exact=True)).to_be_visible()
+    shot(page, "index")
+
+
+def test_a_job_added_with_a_cron_trigger_is_listed_with_its_schedule_in_words(
+    page: Page, shot: Shot
+) -> None:
+    page.goto(JOB_ADD)
+    fill_job(page, name="Nightly report")
+    trigger = add_trigger(page)
+    trigger.get_by_label("Kind").select_option(label="Cron expression")
+    trigger.get_by_label("Cron expression").fill("30 2 * * 1-5")
+    shot(page, "job-add-cron")
+
+    press_save(page)
+
+    expect_saved(page, "Nightly report")
+    row = job_row(page, "Nightly report")
+    expect(row).to_contain_text("At 02:30, Monday through Friday (UTC)")
+    shot(page, "job-list")
+    job = Job.objects.get(name="Nightly report")
+    assert job.target == "takt.hello_world"
+    assert [(t.kind, t.cron_expression) for t in job.triggers.all()] == [("cron", "30 2 * * 1-5")]
+
+
+def test_run_now_shows_the_run_and_its_output_in_the_history(
+    page: Page, worker: object, shot: Shot
+) -> None:
+    """A real worker runs it; the operator reloads until it has ended."""
+    Job.objects.create(name="Greeter", target="takt.hello_world", enabled=False)
+    page.goto(JOB_LIST)
+    page.get_by_role("link", name="Greeter", exact=True).click()
+    expect(page.get_by_role("heading", name="Change job")).to_be_visible()
+
+    page.get_by_role("button", name="Run now").click()
+
+    message = page.locator(".messagelist .success")
+    expect(message).to_have_text(re.compile(r"Run #\d+ queued\."))
+    run_id = re.search(r"#(\d+)", message.inner_text()).group(1)  # type: ignore[union-attr]
+    history = run_history(page).filter(has_text=f"#{run_id}")
+    reload_until(page, lambda: "succeeded" in history.inner_text(), 30, f"run #{run_id} to succeed")
+    expect(history).to_contain_text("manual")
+    history.get_by_text("output").click()  # the output is folded under its summary
+    expect(history.locator("pre")).to_contain_text("Hello, world! This is 'Greeter'.")
+    expect(history.locator("pre")).to_contain_text("Started by trigger: manual")
+    shot(page, "job-run-history")
