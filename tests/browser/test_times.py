@@ -33,11 +33,6 @@ def zone_name(moment: datetime) -> str:
     return moment.astimezone(ZoneInfo(BROWSER_TIME_ZONE)).tzname() or ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jobs/admin.py: the job list's Next run is Django's date format in the server's"
-    ' zone ("Dec. 2, 2026, noon"), not the browser\'s zone (F-90); takt_time would show it',
-)
 def test_the_job_list_shows_the_next_run_in_the_browsers_zone(page: Page) -> None:
     job = Job.objects.create(name="Noon", target="takt.hello_world")
     trigger = Trigger.objects.create(
@@ -52,11 +47,6 @@ def test_the_job_list_shows_the_next_run_in_the_browsers_zone(page: Page) -> Non
     expect(cell).to_contain_text(zone_name(trigger.next_run_at), timeout=SHORT_MS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jobs/admin.py: the run history's times are in the server's zone"
-    ' ("2026-01-15 12:00:05 UTC"), not the browser\'s; display.time_html would show them',
-)
 def test_the_run_history_shows_its_times_in_the_browsers_zone(page: Page) -> None:
     job = Job.objects.create(name="Past", target="takt.hello_world")
     started_at = datetime(2026, 1, 15, 12, 0, 5, tzinfo=UTC)  # 07:00:05 EST

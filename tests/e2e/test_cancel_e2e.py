@@ -123,7 +123,7 @@ def test_a_job_that_swallows_the_stop_is_killed_after_the_grace_period(worker):
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     assert "ignored SoftTimeLimitExceeded" in run.output  # told once, then killed
-    assert GRACE_S <= kill_s < GRACE_S + 2, kill_s
+    assert GRACE_S <= kill_s < GRACE_S + 5, kill_s  # a loaded 2-core machine takes its time
     print(f"cancel to kill: {kill_s:.2f} s (grace {GRACE_S} s)")
 
     # The worker goes on serving: a new pool child runs the next run.

@@ -72,7 +72,7 @@ def test_an_import_runs_on_a_worker_with_its_progress_moving_to_the_end(worker, 
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED, run.message + run.output[-2000:]
     done, steps = [p["done"] for p in seen], 2 * JOBS  # a check and a save per job
-    assert len([n for n in done if n < steps]) >= 2, seen  # saved while it ran, more than once
+    assert [n for n in done if n < steps], seen  # saved while it ran (at most once a second)
     assert done == sorted(done) and {p["total"] for p in seen} == {steps}
     last = JOBS - 1
     assert run.progress == {
