@@ -134,7 +134,7 @@ def test_a_job_that_swallows_the_stop_is_killed_after_the_grace_period(worker):
 
 
 def test_a_worker_that_missed_the_stop_broadcast_stops_the_run_from_its_marker(
-    worker, e2e_env, redis_url
+    worker, live_env, redis_url
 ):
     """`manage.py cancel_run` whose stop broadcast goes to another broker
     database (no worker listens there): the run's keeper finds the cancel
@@ -147,7 +147,7 @@ def test_a_worker_that_missed_the_stop_broadcast_stops_the_run_from_its_marker(
     done = subprocess.run(
         [sys.executable, "manage.py", "cancel_run", str(run.pk), "--by", "night shift"],
         cwd=ROOT,
-        env={**e2e_env, "CELERY_BROKER_URL": elsewhere},
+        env={**live_env, "CELERY_BROKER_URL": elsewhere},
         capture_output=True,
         text=True,
         timeout=60,
@@ -164,7 +164,7 @@ def test_a_worker_that_missed_the_stop_broadcast_stops_the_run_from_its_marker(
     again = subprocess.run(
         [sys.executable, "manage.py", "cancel_run", str(run.pk)],
         cwd=ROOT,
-        env=e2e_env,
+        env=live_env,
         capture_output=True,
         text=True,
         timeout=60,
