@@ -236,6 +236,9 @@ class JobAdmin(admin.ModelAdmin):
         extra = dict(extra_context or {})
         if job is not None:
             extra["run_history"] = run_history(job)
+            extra["latest_run"] = (
+                Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
+            )
             extra["explanation"] = explanation_view(self.explanation(job))
             extra["can_cancel"] = request.user.has_perm("runs.cancel_run")
         return super().change_view(request, object_id, form_url, extra_context=extra)

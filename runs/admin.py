@@ -101,13 +101,12 @@ class RunAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Output", {"fields": ("output_text",)}),
     )
     readonly_fields = (
         "job_link", "status_badge", "trigger", "attempt", "priority", "message", "scheduled",
         "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
         "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
-        "source_trigger", "output_text",
+        "source_trigger",
     )  # fmt: skip
 
     class Media:
@@ -161,12 +160,6 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="Duration")
     def duration(self, obj: Run) -> str:
         return duration_text(obj.duration_s)
-
-    @admin.display(description="Output")
-    def output_text(self, obj: Run) -> str:
-        return format_html(
-            "<pre class='takt-output' id='takt-output'>{}</pre>", obj.output or "(no output)"
-        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

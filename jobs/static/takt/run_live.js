@@ -53,7 +53,8 @@
         shown.set(el, data.html[name]);
       }
     });
-    showOutput(part(panel, "output"), data.output);
+    // An ended run's page shows its whole output; the JSON has only its tail.
+    if (data.active || !data.output_truncated) showOutput(part(panel, "output"), data.output);
     panel.dataset.active = data.active ? "1" : "0";
     panel.dataset.status = data.status;
   }

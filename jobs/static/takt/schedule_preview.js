@@ -80,8 +80,22 @@
     const row = box.querySelector(".field-" + field);
     if (!row || row.style.display === "none") return false;
     const target = row.querySelector(".fieldBox.field-" + field) || row;
-    target.insertBefore(errorList(messages), target.firstChild);
+    // The page came back from a refused save with this very error: shown once.
+    const already = Array.from(row.querySelectorAll(".errorlist:not(.takt-live-error)"))
+      .some(function (list) { return list.textContent.trim() === messages.join("").trim(); });
+    if (!already) target.insertBefore(errorList(messages), target.firstChild);
     return true;
+  }
+
+  // Once the operator edits a trigger, the live check supersedes the errors
+  // of the refused save the page came back with.
+  function dropServerErrors(box) {
+    box.querySelectorAll(".errorlist:not(.takt-live-error)").forEach(function (list) {
+      if (!list.closest(".takt-preview")) list.remove();
+    });
+    box.querySelectorAll(".form-row.errors, .fieldBox.errors").forEach(function (row) {
+      row.classList.remove("errors");
+    });
   }
 
   function render(box, state) {
@@ -192,7 +206,7 @@
     let timer = null;
     const later = function () {
       clearTimeout(timer);
-      timer = setTimeout(function () { update(box); }, DELAY_MS);
+      timer = setTimeout(function () { dropServerErrors(box); update(box); }, DELAY_MS);
     };
     box.addEventListener("input", later);
     box.addEventListener("change", later);
