@@ -77,6 +77,13 @@ class TriggerForm(forms.ModelForm):
     class Meta:
         model = Trigger
         fields = "__all__"
+        # Times of day in the trigger's own zone: plain inputs, not the admin's
+        # clock widget, whose "Now" and "you are N hours behind server time"
+        # speak of the server's zone.
+        widgets = {
+            name: forms.TimeInput(attrs={"placeholder": "HH:MM", "size": 8}, format="%H:%M")
+            for name in ("at_time", "window_start", "window_end")
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
