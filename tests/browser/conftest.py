@@ -2,7 +2,7 @@
 (/usr/bin/chromium, never a browser Playwright downloads) against
 `manage.py runserver` in UTC, from a browser in America/New_York.
 
-* The web server and worker are the live processes of
+* The web server, worker and beat are the live processes of
   tests/live_fixtures.py, started once per module with `server_env` below.
 * `browser` (per module) launches Chromium; a missing or broken Chromium
   fails every test with what to install, it never skips.
@@ -10,8 +10,13 @@
   in through the login page as `operator`; an uncaught JavaScript error or
   a failed request on it fails the test. A failed test's last screen is
   saved and named in the report.
-* `shot(page, name)` saves a full-page screenshot (docs/images/admin/ with
-  TAKT_SCREENSHOTS=1, else the test's tmp dir).
+* `shot(page, name)` saves a screenshot of the window, or of one element
+  (`element=`), or of the whole page (`full_page=True`): in
+  docs/images/admin/ with TAKT_SCREENSHOTS=1, else in the test's tmp dir.
+* `themed_page(color_scheme)` is `page` in a light or dark browser.
+* Before each test the database is emptied and Takt's queue switches in
+  Redis are cleared, so that no test's pause or maintenance mode reaches
+  the next one's worker.
 
 Playwright's sync API keeps an asyncio loop running in this thread, and
 Django's ORM refuses to run where a loop runs unless
@@ -32,7 +37,7 @@ from typing import Any
 import pytest
 
 try:
-    from playwright.sync_api import Browser, Error, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Error, Locator, Page, expect, sync_playwright
 except ImportError as exc:  # loud, at collection: never a silent skip
     raise ImportError(
         "The browser tests need Playwright: `make test` installs it, or run"
@@ -41,6 +46,7 @@ except ImportError as exc:  # loud, at collection: never a silent skip
     ) from exc
 
 from tests.live_fixtures import (  # noqa: F401  (fixtures)
+    beat,
     live_env,
     live_log_dir,
     start_process,
@@ -49,7 +55,7 @@ from tests.live_fixtures import (  # noqa: F401  (fixtures)
 )
 from tests.processes import ROOT
 
-from .pages import log_in
+from .pages import Shot, log_in
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -122,8 +128,27 @@ def _content_types_keep_their_ids(django_db_setup: Any, django_db_blocker: Any) 
     "Add job" in a later test would fail its foreign key."""
     from django.core.management import call_command
 
+    from jobs.queue import mirror
+
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, reset_sequences=True, verbosity=0)
+    # The workers read the queue switches from Redis, which a flush leaves.
+    mirror(paused=False, maintenance=False)
+
+
+@pytest.fixture
+def operations_job(transactional_db: None) -> Any:
+    """The built-in job "Takt operations" that the migrations make and each
+    test's flush removes: the admin's long operations run as its runs."""
+    import importlib
+
+    from django.apps import apps
+
+    from runs.operations import operations_job as builtin
+
+    migration = importlib.import_module("jobs.migrations.0010_builtin_operations_job")
+    migration.create_operations_job(apps, None)
+    return builtin()
 
 
 @pytest.fixture
@@ -158,12 +183,16 @@ def expected_refusal(url: str, status: int) -> bool:
     return url.endswith("/favicon.ico") or (f"/{path}", status) in EXPECTED_REFUSALS
 
 
-@pytest.fixture
-def anonymous_page(browser: Browser, web: str, tmp_path: Path) -> Iterator[Page]:  # noqa: F811
-    """A new page in a fresh browser context, not logged in, whose relative
-    URLs go to the web server: `page.goto("/admin/")`."""
+def open_page(browser: Browser, web: str, **options: Any) -> tuple[Page, list[str]]:  # noqa: F811
+    """A new page in a fresh browser context (New York, en-US, 1280x900, and
+    `options`) whose relative URLs go to the web server, and the list of
+    problems it sees: uncaught JavaScript errors and failed requests."""
     context = browser.new_context(
-        base_url=web, timezone_id=BROWSER_TIME_ZONE, locale="en-US", viewport=VIEWPORT
+        base_url=web,
+        timezone_id=BROWSER_TIME_ZONE,
+        locale="en-US",
+        viewport=VIEWPORT,
+        **options,
     )
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
@@ -177,8 +206,32 @@ def anonymous_page(browser: Browser, web: str, tmp_path: Path) -> Iterator[Page]
             else None
         ),
     )
+    return page, problems
+
+
+# The pages a test opened, and its tmp dir: for the screenshot of a failed
+# test's last screen.
+PAGES = pytest.StashKey[list[Page]]()
+TMP_DIR = pytest.StashKey[Path]()
+
+
+def remember(request: pytest.FixtureRequest, page: Page) -> None:
+    request.node.stash.setdefault(PAGES, []).append(page)
+    request.node.stash[TMP_DIR] = request.getfixturevalue("tmp_path")
+
+
+@pytest.fixture
+def anonymous_page(
+    request: pytest.FixtureRequest,
+    browser: Browser,
+    web: str,  # noqa: F811
+) -> Iterator[Page]:
+    """A new page in a fresh browser context, not logged in, whose relative
+    URLs go to the web server: `page.goto("/admin/")`."""
+    page, problems = open_page(browser, web)
+    remember(request, page)
     yield page
-    context.close()
+    page.context.close()
     assert not problems, "the browser saw: " + "; ".join(problems)
 
 
@@ -190,19 +243,53 @@ def page(anonymous_page: Page, operator: tuple[str, str]) -> Page:
 
 
 @pytest.fixture
-def shot(tmp_path: Path) -> Callable[[Page, str], Path]:
-    """shot(page, name): a full-page PNG of `page`, scrolled to the top, as
+def themed_page(
+    request: pytest.FixtureRequest,
+    browser: Browser,
+    web: str,  # noqa: F811
+    operator: tuple[str, str],
+) -> Iterator[Callable[[str], Page]]:
+    """themed_page("dark") or themed_page("light"): a page logged in as
+    `operator` in a browser whose system colour scheme is that one (the
+    admin's theme is "auto" until the operator picks one)."""
+    opened: list[tuple[Page, list[str]]] = []
+
+    def open_themed(color_scheme: str) -> Page:
+        page, problems = open_page(browser, web, color_scheme=color_scheme)
+        opened.append((page, problems))
+        remember(request, page)
+        log_in(page, *operator)
+        return page
+
+    yield open_themed
+    seen = [problem for page, problems in opened for problem in problems]
+    for page, _ in opened:
+        page.context.close()
+    assert not seen, "the browser saw: " + "; ".join(seen)
+
+
+@pytest.fixture
+def shot(tmp_path: Path) -> Shot:
+    """shot(page, name, element=None, full_page=False): a PNG of the window
+    scrolled to the top, of `element` alone, or of the whole page, as
     docs/images/admin/<name>.png with TAKT_SCREENSHOTS=1, else in the
-    test's tmp dir; returns its path."""
+    test's tmp dir; returns its path. A window or an element reads better
+    in a document than a page 4,000 pixels long."""
     folder = SCREENSHOT_DIR if os.environ.get("TAKT_SCREENSHOTS") == "1" else tmp_path
 
-    def take(page: Page, name: str) -> Path:
+    def take(
+        page: Page, name: str, *, element: Locator | None = None, full_page: bool = False
+    ) -> Path:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
             raise ValueError(f"screenshot name {name!r}: use lowercase letters, digits and -")
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{name}.png"
+        page.mouse.move(0, 0)  # no hover effect or tooltip in the picture
+        if element is not None:
+            element.screenshot(path=path, animations="disabled", caret="hide")
+            return path
         page.evaluate("window.scrollTo(0, 0)")  # the admin's sticky sidebar stays on top
-        page.screenshot(path=path, full_page=True, animations="disabled", caret="hide")
+        page.screenshot(path=path, full_page=full_page, animations="disabled", caret="hide")
         return path
 
     return take
@@ -212,13 +299,12 @@ def shot(tmp_path: Path) -> Callable[[Page, str], Path]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failed browser test's report names a screenshot of its last screen."""
     report = yield
-    funcargs = getattr(item, "funcargs", {})
-    browser_page = funcargs.get("anonymous_page")
-    if report.when == "call" and report.failed and browser_page is not None:
-        path = funcargs["tmp_path"] / "failure.png"
+    pages = item.stash.get(PAGES, [])
+    if report.when == "call" and report.failed and pages:
+        path = item.stash[TMP_DIR] / "failure.png"
         try:
-            browser_page.screenshot(path=path, full_page=True)
-            report.sections.append(("browser", f"last screen: {path}\nat {browser_page.url}"))
+            pages[-1].screenshot(path=path, full_page=True)
+            report.sections.append(("browser", f"last screen: {path}\nat {pages[-1].url}"))
         except Error as exc:
             report.sections.append(("browser", f"no screenshot: {exc}"))
     return report

@@ -8,11 +8,28 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
+from typing import Protocol
 
 from playwright.sync_api import Locator, Page, expect
 
 JOB_LIST = "/admin/jobs/job/"
 JOB_ADD = "/admin/jobs/job/add/"
+RUN_LIST = "/admin/runs/run/"
+QUEUE = "/admin/jobs/queuestate/"
+OPERATIONS = "/admin/heartbeats/heartbeat/operations/"
+TIMELINE = "/admin/jobs/job/timeline/"
+FORECAST = "/admin/jobs/job/forecast/"
+IMPORT = "/admin/jobs/job/import/"
+
+
+class Shot(Protocol):
+    """The `shot` fixture: a screenshot of the window, one element or the
+    whole page, named for docs/images/admin/."""
+
+    def __call__(
+        self, page: Page, name: str, *, element: Locator | None = None, full_page: bool = False
+    ) -> Path: ...
 
 
 def log_in(page: Page, username: str, password: str) -> None:
@@ -26,6 +43,10 @@ def log_in(page: Page, username: str, password: str) -> None:
 
 def job_change_url(job_id: int) -> str:
     return f"/admin/jobs/job/{job_id}/change/"
+
+
+def run_change_url(run_id: int) -> str:
+    return f"/admin/runs/run/{run_id}/change/"
 
 
 def fill_job(page: Page, *, name: str, target: str = "takt.hello_world") -> None:
@@ -100,3 +121,36 @@ def reload_until(page: Page, check: Callable[[], bool], timeout_s: float, what: 
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         page.wait_for_timeout(500)
         page.reload()
+
+
+def run_action(page: Page, action: str, *rows: Locator) -> None:
+    """On a change list: tick `rows`, choose `action` (its label) and press Go."""
+    for row in rows:
+        row.get_by_role("checkbox").check()
+    page.get_by_label("Action:").select_option(label=action)
+    page.get_by_role("button", name="Go").click()
+
+
+def message(page: Page, level: str = "") -> Locator:
+    """The admin's messages after an action; of `level` (success, info,
+    warning, error) if given."""
+    return page.locator(f".messagelist li.{level}" if level else ".messagelist li")
+
+
+def times_localized(page: Page) -> None:
+    """Wait until takt/admin.js has shown every time on the page in the
+    browser's zone."""
+    expect(page.locator("time.takt-time:not([data-localized])")).to_have_count(0)
+
+
+def shown_value(page: Page, field: str) -> Locator:
+    """The value of read-only field `field` on a change page (a run's page)."""
+    return page.locator(
+        f".fieldBox.field-{field} .readonly, .form-row.field-{field}:not(:has(.fieldBox)) .readonly"
+    )
+
+
+def cell_texts(rows: Locator) -> list[list[str]]:
+    """The text of each cell of table rows `rows`, as the reader sees it."""
+    script = "rows => rows.map(row => Array.from(row.cells, cell => cell.innerText.trim()))"
+    return rows.evaluate_all(script)  # type: ignore[no-any-return]

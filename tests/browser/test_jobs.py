@@ -5,8 +5,6 @@ F-51), in a real browser in New York against a server in UTC."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -16,6 +14,7 @@ from jobs.models import Job
 from .pages import (
     JOB_ADD,
     JOB_LIST,
+    Shot,
     add_trigger,
     expect_saved,
     fill_job,
@@ -26,8 +25,6 @@ from .pages import (
 from .pages import save as press_save
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-Shot = Callable[[Page, str], Path]
 
 
 def test_an_operator_logs_in_through_the_login_page(
@@ -49,7 +46,6 @@ def test_an_operator_logs_in_through_the_login_page(
     expect(page.get_by_role("button", name="Log out")).to_be_visible()
     expect(page.locator("#takt-landing")).to_be_visible()  # the Takt landing page
     expect(page.locator("#jobs-job").get_by_role("link", name="Jobs", exact=True)).to_be_visible()
-    shot(page, "index")
 
 
 def test_a_job_added_with_a_cron_trigger_is_listed_with_its_schedule_in_words(
@@ -60,14 +56,12 @@ def test_a_job_added_with_a_cron_trigger_is_listed_with_its_schedule_in_words(
     trigger = add_trigger(page)
     trigger.get_by_label("Kind").select_option(label="Cron expression")
     trigger.get_by_label("Cron expression").fill("30 2 * * 1-5")
-    shot(page, "job-add-cron")
 
     press_save(page)
 
     expect_saved(page, "Nightly report")
     row = job_row(page, "Nightly report")
     expect(row).to_contain_text("At 02:30, Monday through Friday (UTC)")
-    shot(page, "job-list")
     job = Job.objects.get(name="Nightly report")
     assert job.target == "takt.hello_world"
     assert [(t.kind, t.cron_expression) for t in job.triggers.all()] == [("cron", "30 2 * * 1-5")]
@@ -93,4 +87,4 @@ def test_run_now_shows_the_run_and_its_output_in_the_history(
     history.get_by_text("output").click()  # the output is folded under its summary
     expect(history.locator("pre")).to_contain_text("Hello, world! This is 'Greeter'.")
     expect(history.locator("pre")).to_contain_text("Started by trigger: manual")
-    shot(page, "job-run-history")
+    shot(page, "job-run-history", element=page.locator("#takt-history"))

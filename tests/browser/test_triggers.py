@@ -6,9 +6,7 @@ shown (jobs/static/jobs/trigger_inline.js)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
@@ -17,6 +15,7 @@ from jobs.models import Job, Trigger
 
 from .pages import (
     JOB_ADD,
+    Shot,
     add_trigger,
     expect_saved,
     field_errors,
@@ -29,8 +28,6 @@ from .pages import (
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-Shot = Callable[[Page, str], Path]
 
 
 def choose_kind(trigger: Locator, label: str) -> None:
@@ -50,7 +47,7 @@ def test_interval_and_calendar_triggers_are_saved_from_the_add_job_page(
     calendar.get_by_label("Calendar rule").select_option(label="Last day of each month")
     calendar.get_by_label("Time of day").fill("18:30")
     calendar.get_by_label("Timezone").fill("Europe/Berlin")
-    shot(page, "job-add-interval-calendar")
+    shot(page, "job-add-interval-calendar", element=page.locator("#triggers-group"))
 
     save(page)
 
@@ -88,7 +85,7 @@ def test_a_once_time_in_the_past_is_refused_at_its_field_until_fixed(
     expect(form.get_by_label("Kind")).to_have_value("once")
     expect(form.get_by_label("Cron expression")).to_be_hidden()  # still the once fields only
     assert not Job.objects.exists()
-    shot(page, "trigger-once-in-the-past")
+    shot(page, "trigger-once-in-the-past", element=form)
 
     tomorrow = yesterday + timedelta(days=2)
     fill_datetime(form, "Run at", tomorrow)
@@ -112,7 +109,7 @@ def test_a_wrong_cron_expression_is_refused_at_its_field(page: Page, shot: Shot)
     expect(field_errors(form, "cron_expression")).to_have_text("minute: 61 is out of range 0-59")
     expect(form.get_by_label("Cron expression")).to_have_value("61 * * * *")
     assert not Job.objects.exists()
-    shot(page, "trigger-cron-error")
+    shot(page, "trigger-cron-error", element=form)
 
 
 # The fields each kind shows (by label); every other trigger field is hidden.
@@ -144,7 +141,7 @@ def test_the_trigger_form_shows_only_the_fields_of_the_chosen_kind(
     choose_kind(trigger, kind)
 
     assert visible_labels(trigger) == sorted(FIELDS_BY_KIND[kind])
-    shot(page, f"trigger-kind-{kind.split()[0].lower()}")
+    shot(page, f"trigger-kind-{kind.split()[0].lower()}", element=trigger)
 
 
 def test_a_calendar_preset_shows_the_day_and_month_only_for_rules_that_use_them(
@@ -165,7 +162,7 @@ def test_a_calendar_preset_shows_the_day_and_month_only_for_rules_that_use_them(
     rule.select_option(label="Yearly on a date")
     expect(day).to_be_visible()
     expect(month).to_be_visible()
-    shot(page, "trigger-calendar-date")
+    shot(page, "trigger-calendar-date", element=trigger)
 
     rule.select_option(label="Last day of each month")
     expect(day).to_be_hidden()
