@@ -194,6 +194,9 @@
   }
 
   function attach(box) {
+    // Not the hidden template that "Add another Trigger" copies: a copy would
+    // carry its data-prefix and panel, and never be attached itself.
+    if (box.classList.contains("empty-form")) return;
     if (box.dataset.prefix || !box.id || box.id.indexOf("__prefix__") !== -1) return;
     const kind = box.querySelector("select[name$='-kind']");
     if (!kind) return;
