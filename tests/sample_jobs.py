@@ -115,3 +115,19 @@ def progress(job: Any) -> int:
 @takt_job("tests.bad_progress")
 def bad_progress(job: Any) -> None:
     job.progress(*job.params.get("args", ["many"]))
+
+
+@takt_job("tests.loop_first")
+def loop_first(job: Any) -> int:
+    """Loops for params['seconds'] (default 60) on its first execution only,
+    counted in Redis under params['key']; every later one returns at once:
+    a long run to cancel, then runs that succeed."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    n = int(client.incr(job.params.get("key", "takt-test:loop-first")))
+    if n == 1:
+        job.log(f"execution 1: looping {job.params.get('seconds', 60)} s")
+        deadline = time.monotonic() + float(job.params.get("seconds", 60))
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+    job.log(f"execution {n}: done")
+    return n
