@@ -1,20 +1,37 @@
 """Times in the admin as an operator in New York sees them, from a server
-in UTC: in the browser's zone with its abbreviation (F-90; the shared
-display of jobs/display.py and takt/admin.js)."""
+in UTC: in the browser's zone with its abbreviation (F-90, F-64; the
+shared display of jobs/display.py and takt/admin.js), on every page that
+shows times, with the UTC value in each time's tooltip."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from heartbeats.models import Heartbeat
+from heartbeats.ping import record_ping
+from jobs import queue
 from jobs.models import Job, Trigger
 from runs.models import Run
 
 from .conftest import BROWSER_TIME_ZONE
-from .pages import JOB_LIST, job_change_url, job_row, run_history
+from .history import past_run, report_beat, report_worker
+from .pages import (
+    JOB_LIST,
+    OPERATIONS,
+    QUEUE,
+    RUN_LIST,
+    job_change_url,
+    job_row,
+    run_change_url,
+    run_history,
+    times_localized,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -66,3 +83,93 @@ def test_the_run_history_shows_its_times_in_the_browsers_zone(page: Page) -> Non
     row = run_history(page).first
     expect(row).to_contain_text("succeeded")
     expect(row).to_contain_text(f"{in_browser_zone(started_at)}:05 EST", timeout=SHORT_MS)
+
+
+# --- every page an operator reads, with every kind of time on it ------------------
+
+WINTER = datetime(2026, 1, 15, 12, 0, 5, tzinfo=UTC)  # 07:00:05 EST
+SUMMER = datetime(2026, 7, 15, 12, 0, 5, tzinfo=UTC)  # 08:00:05 EDT
+UTC_TEXT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC")
+
+
+@pytest.fixture
+def times_everywhere() -> dict[str, str]:
+    """Jobs with next runs, runs in winter and summer and today, their
+    heartbeats and an alert, an outside heartbeat's ping, a paused queue
+    with an end, live beats and workers; returns the pages to look at."""
+    ledger = Job.objects.create(name="Ledger", target="tests.echo")
+    Trigger.objects.create(job=ledger, kind="cron", cron_expression="0 12 * * *", timezone="UTC")
+    past_run(ledger, started_at=WINTER, duration_s=2.5)
+    summer = past_run(ledger, started_at=SUMMER, status="failed", message="upstream is down")
+    backup = Job.objects.create(name="Backup", target="tests.echo")
+    Trigger.objects.create(job=backup, kind="interval", interval_seconds=3600)
+    today = past_run(backup, started_at=timezone.now() - timedelta(minutes=3), output="copied\n")
+    Heartbeat.objects.create(name="nightly-backup", deadline_s=86400)
+    record_ping("nightly-backup", "", now=SUMMER)
+    record_ping("nightly-backup", "fail", now=timezone.now())
+    queue.pause_queue(
+        note="deploying", by="admin", now=timezone.now(), until=SUMMER.replace(year=2031)
+    )
+    report_beat()
+    report_worker()
+    return {
+        "job list": JOB_LIST,
+        "run list": RUN_LIST,
+        "a run's page": run_change_url(summer.pk),
+        "a run of today": run_change_url(today.pk),
+        "the job editor": job_change_url(ledger.pk),
+        "the operations page": OPERATIONS,
+        "the landing page": "/admin/",
+        "the queue page": QUEUE,
+    }
+
+
+def expected_text(iso: str, precision: str, compact: bool) -> str:
+    """What takt/admin.js shows for the <time> of `iso` (UTC) in New York."""
+    local = datetime.fromisoformat(iso).astimezone(ZoneInfo(BROWSER_TIME_ZONE))
+    text = f"{local:%Y-%m-%d %H:%M}" + (f":{local.second:02d}" if precision == "second" else "")
+    text += f" {local.tzname()}"
+    today = datetime.now(UTC).astimezone(ZoneInfo(BROWSER_TIME_ZONE)).date()
+    return text[11:] if compact and local.date() == today else text
+
+
+PAGES_WITH_TIMES = [
+    "job list", "run list", "a run's page", "a run of today", "the job editor",
+    "the operations page", "the landing page", "the queue page",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("where", PAGES_WITH_TIMES)
+def test_every_time_on_the_page_is_new_york_time_with_the_utc_value_in_its_title(
+    page: Page, times_everywhere: dict[str, str], where: str
+) -> None:
+    page.goto(times_everywhere[where])
+    live = page.locator(".takt-live")
+    if live.count():
+        expect(live.first).to_have_attribute("data-status", re.compile(r"\w"))  # it has polled
+    times_localized(page)
+
+    shown = page.locator("time.takt-time").evaluate_all(
+        """times => times.map(t => ({iso: t.getAttribute("datetime"), title: t.title,
+            text: t.textContent, precision: t.dataset.precision,
+            compact: t.hasAttribute("data-compact"), relative: t.hasAttribute("data-relative")}))"""
+    )
+
+    assert len(shown) >= 2, f"{where} shows {len(shown)} times"
+    for time in shown:
+        utc = datetime.fromisoformat(time["iso"])
+        assert time["title"] == f"{utc:%Y-%m-%d %H:%M:%S} UTC"
+        wanted = expected_text(time["iso"], time["precision"], time["compact"])
+        if time["relative"]:
+            assert re.fullmatch(rf"{re.escape(wanted)} \((in \S+ \S+|\S+ \S+ ago)\)", time["text"])
+        else:
+            assert time["text"] == wanted
+        assert wanted.endswith((" EST", " EDT"))
+    assert {t["text"][-3:] for t in shown if not t["relative"]} >= (
+        {"EST", "EDT"} if where in ("run list", "the job editor") else set()
+    )
+    text = page.locator("body").inner_text()
+    for preview in page.locator(".takt-preview").all_inner_texts():
+        text = text.replace(preview, "")  # it shows the trigger's zone (UTC here) on purpose
+    found = UTC_TEXT.search(text)
+    assert not found, f"a time in UTC is shown: {text[max(found.start() - 300, 0) : found.end()]!r}"
