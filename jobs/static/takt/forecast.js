@@ -64,7 +64,8 @@
       row.forEach(function (count, h) {
         const past = d < data.now_cell[0] || (d === data.now_cell[0] && h < data.now_cell[1]);
         if (!data.hour_seconds[d][h] || past) {
-          grey.push([h, d, past ? "past" : "none"]);
+          // A number in the value's place: ECharts' heatmap skips a cell whose value is not one.
+          grey.push([h, d, 0, past ? "past" : "none"]);
           return;
         }
         cells.push([h, d, count, Math.log10(count + 1)]);
@@ -115,7 +116,7 @@
     const h = p.value[0], d = p.value[1];
     const head = "<b>" + escape(days[d]) + ", " + HOURS[h] + ":00–" + HOURS[(h + 1) % 24] + ":00</b><br>";
     if (p.seriesName === "grey") {
-      return head + (p.value[2] === "past" ? "Already past." : "This hour does not exist here (the clocks go forward).");
+      return head + (p.value[3] === "past" ? "Already past." : "This hour does not exist here (the clocks go forward).");
     }
     const lines = [head + number.format(p.value[2]) + " run" + (p.value[2] === 1 ? "" : "s")];
     if (data.hour_seconds[d][h] > 3600) lines.push("This hour occurs twice (the clocks go back): both are counted.");
