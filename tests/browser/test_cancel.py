@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -17,9 +18,11 @@ from heartbeats.processes import report_process
 from jobs.models import Job, Trigger
 from jobs.services import set_jobs_enabled
 from runs.models import ACTIVE_STATUSES, Run, RunStatus
+from runs.services import finish_run
 from tests.live_fixtures import wait_until
 from tests.processes import Proc
 
+from .history import past_run
 from .pages import (
     Shot,
     job_change_url,
@@ -146,3 +149,26 @@ def test_the_run_that_holds_a_job_is_cancelled_from_why_didnt_it_run(
     expect(why.get_by_role("button", name=re.compile("^Cancel run"))).to_have_count(0)
     expect(run_history(page).first).to_contain_text("cancelled")
     assert Run.objects.get(pk=run_id).cancelled_by == "admin"
+
+
+REFUSAL_IN_UTC = (
+    "Bug: the refusal to cancel a run that ended meanwhile gives its end as UTC text"
+    " ('already ended succeeded at 2026-12-01 16:00:00 UTC', runs/cancel.py _ended), not in"
+    " the browser's zone as every other time on the page"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=REFUSAL_IN_UTC)
+def test_a_run_that_ended_while_its_page_was_open_is_not_cancelled(page: Page) -> None:
+    job = Job.objects.create(name="Quick export", target="tests.echo")
+    run = past_run(job, started_at=timezone.now() - timedelta(seconds=30), status="running")
+    page.goto(run_change_url(run.pk))
+    finish_run(run, status=RunStatus.SUCCEEDED, now=timezone.now())  # it ends meanwhile
+
+    page.locator("#takt-cancel-run").click()
+
+    refusal = message(page, "error")
+    expect(refusal).to_contain_text(f"Run #{run.pk} already ended succeeded at")
+    expect(refusal).to_contain_text("only a queued or running run can be cancelled")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED
+    assert "UTC" not in refusal.inner_text(), refusal.inner_text()

@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 
 from heartbeats.models import Heartbeat
 from heartbeats.ping import record_ping
+from heartbeats.services import check_overdue
 from jobs import queue
 from jobs.models import Job, Trigger
 from runs.models import Run
@@ -104,6 +105,9 @@ def times_everywhere() -> dict[str, str]:
     backup = Job.objects.create(name="Backup", target="tests.echo")
     Trigger.objects.create(job=backup, kind="interval", interval_seconds=3600)
     today = past_run(backup, started_at=timezone.now() - timedelta(minutes=3), output="copied\n")
+    late = Job.objects.create(name="Late export", target="tests.echo", heartbeat_deadline_s=600)
+    past_run(late, started_at=timezone.now() - timedelta(minutes=30))
+    check_overdue(now=timezone.now())  # an alert whose message says since when
     Heartbeat.objects.create(name="nightly-backup", deadline_s=86400)
     record_ping("nightly-backup", "", now=SUMMER)
     record_ping("nightly-backup", "fail", now=timezone.now())
@@ -133,9 +137,15 @@ def expected_text(iso: str, precision: str, compact: bool) -> str:
     return text[11:] if compact and local.date() == today else text
 
 
+ALERT_TEXT_IN_UTC = (
+    "Bug: an overdue alert's message on the operations page gives its times as UTC text"
+    " ('last run 2026-12-01 15:45:48 UTC; deadline 600 s (passed … UTC)',"
+    " heartbeats/services.py _act), not in the browser's zone"
+)
 PAGES_WITH_TIMES = [
     "job list", "run list", "a run's page", "a run of today", "the job editor",
-    "the operations page", "the landing page", "the queue page",
+    pytest.param("the operations page", marks=pytest.mark.xfail(strict=True, reason=ALERT_TEXT_IN_UTC)),
+    "the landing page", "the queue page",
 ]  # fmt: skip
 
 
