@@ -268,17 +268,29 @@ def themed_page(
     assert not seen, "the browser saw: " + "; ".join(seen)
 
 
+# An element's box in page coordinates (Playwright's bounding_box is the window's).
+PAGE_BOX = """e => { const r = e.getBoundingClientRect();
+  return {x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height}; }"""
+
+
 @pytest.fixture
 def shot(tmp_path: Path) -> Shot:
-    """shot(page, name, element=None, full_page=False): a PNG of the window
-    scrolled to the top, of `element` alone, or of the whole page, as
+    """shot(page, name, element=None, full_page=False, between=None): a PNG
+    of the window scrolled to the top, of `element` alone, of the page from
+    the top of `between[0]` to the bottom of `between[1]`, or of the whole
+    page, as
     docs/images/admin/<name>.png with TAKT_SCREENSHOTS=1, else in the
     test's tmp dir; returns its path. A window or an element reads better
     in a document than a page 4,000 pixels long."""
     folder = SCREENSHOT_DIR if os.environ.get("TAKT_SCREENSHOTS") == "1" else tmp_path
 
     def take(
-        page: Page, name: str, *, element: Locator | None = None, full_page: bool = False
+        page: Page,
+        name: str,
+        *,
+        element: Locator | None = None,
+        full_page: bool = False,
+        between: tuple[Locator, Locator] | None = None,
     ) -> Path:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
             raise ValueError(f"screenshot name {name!r}: use lowercase letters, digits and -")
@@ -287,6 +299,16 @@ def shot(tmp_path: Path) -> Shot:
         page.mouse.move(0, 0)  # no hover effect or tooltip in the picture
         if element is not None:
             element.screenshot(path=path, animations="disabled", caret="hide")
+            return path
+        if between is not None:  # from the top of one element to the bottom of another
+            first, last = (part.evaluate(PAGE_BOX) for part in between)
+            top, bottom = first["y"], last["y"] + last["height"]
+            left = min(first["x"], last["x"])
+            right = max(first["x"] + first["width"], last["x"] + last["width"])
+            clip = {"x": left, "y": top, "width": right - left, "height": bottom - top}
+            page.screenshot(
+                path=path, full_page=True, clip=clip, animations="disabled", caret="hide"
+            )
             return path
         page.evaluate("window.scrollTo(0, 0)")  # the admin's sticky sidebar stays on top
         page.screenshot(path=path, full_page=full_page, animations="disabled", caret="hide")

@@ -24,11 +24,18 @@ IMPORT = "/admin/jobs/job/import/"
 
 
 class Shot(Protocol):
-    """The `shot` fixture: a screenshot of the window, one element or the
-    whole page, named for docs/images/admin/."""
+    """The `shot` fixture: a screenshot of the window, one element, the page
+    from one element to another, or the whole page, named for
+    docs/images/admin/."""
 
     def __call__(
-        self, page: Page, name: str, *, element: Locator | None = None, full_page: bool = False
+        self,
+        page: Page,
+        name: str,
+        *,
+        element: Locator | None = None,
+        full_page: bool = False,
+        between: tuple[Locator, Locator] | None = None,
     ) -> Path: ...
 
 

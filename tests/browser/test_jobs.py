@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from jobs.models import Job
 
+from .conftest import VIEWPORT
 from .pages import (
     JOB_ADD,
     JOB_LIST,
@@ -18,6 +19,7 @@ from .pages import (
     add_trigger,
     expect_saved,
     fill_job,
+    job_change_url,
     job_row,
     reload_until,
     run_history,
@@ -87,4 +89,39 @@ def test_run_now_shows_the_run_and_its_output_in_the_history(
     history.get_by_text("output").click()  # the output is folded under its summary
     expect(history.locator("pre")).to_contain_text("Hello, world! This is 'Greeter'.")
     expect(history.locator("pre")).to_contain_text("Started by trigger: manual")
+    box = history.locator("pre").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= VIEWPORT["width"], "off the window"
     shot(page, "job-run-history", element=page.locator("#takt-history"))
+
+
+def test_the_policies_are_collapsed_under_headings_that_say_what_they_hold(
+    page: Page, shot: Shot
+) -> None:
+    job = Job.objects.create(name="Ledger", target="takt.hello_world", max_runs=10)
+    page.goto(job_change_url(job.pk))
+
+    policies = page.locator("fieldset.collapse")
+    expect(policies.locator("summary")).to_have_text(
+        [
+            "Dispatch — priority 5 · queue takt · timeout 5 min 00 s (stop) · overlap skip"
+            " · missed runs: run once (latest)",
+            "Retries — no retries",
+            "Pause and limits — run limit 10 (0 done)",
+            "Operations — no deadline · no notifications",
+        ]
+    )
+    retries = policies.filter(has_text="Retries —")
+    expect(retries.get_by_label("Max retries")).to_be_hidden()
+    shot(page, "job-editor-policies", between=(policies.first, policies.last))
+
+    retries.locator("summary").click()
+    retries.get_by_label("Max retries").fill("3")
+    page.get_by_role("button", name="Save and continue editing").click()
+
+    expect(page.locator(".messagelist .success")).to_contain_text("was changed successfully")
+    expect(retries.locator("summary")).to_have_text(
+        "Retries — up to 3 · first after 10.0 s ×2, at most 1 h 00 min"
+    )
+    expect(retries.get_by_label("Max retries")).to_be_hidden()  # collapsed again
+    job.refresh_from_db()
+    assert job.max_retries == 3
