@@ -29,9 +29,12 @@ def past_run(
 ) -> Run:
     """A run of `job` that a worker started at `started_at` (aware) and that
     ended `status` `duration_s` seconds later; `status` RUNNING leaves it
-    running, SKIPPED records it skipped when it was due. The job's
+    running, QUEUED waiting (unpublished: no worker gets it), SKIPPED
+    records it skipped when it was due. The job's
     heartbeat and alerts follow from its end, as after a real run."""
     run = create_run(job, trigger=trigger, now=started_at)
+    if status == RunStatus.QUEUED:
+        return run
     if status == RunStatus.SKIPPED:
         finish_run(
             run, status=status, from_status=RunStatus.QUEUED, now=started_at, message=message

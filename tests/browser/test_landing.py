@@ -131,6 +131,7 @@ def test_the_job_list_and_operations_page_show_the_same_day(
     expect(invoices.locator("td.field-heartbeat_state")).to_have_text("down")
     expect(job_row(page, "Backup").locator("td.field-heartbeat_state")).to_have_text("late")
     expect(job_row(page, "Cleanup").locator("td.field-last_run")).to_contain_text("running")
+    page.get_by_role("button", name="Toggle navigation").click()  # room for every column
     shot(page, "job-list")
 
     page.goto(OPERATIONS)
