@@ -122,7 +122,12 @@ def test_the_schedule_is_checked_as_the_operator_types_then_saved_and_run(
     ]
 
     page.get_by_role("link", name="Weekday report", exact=True).click()
-    page.evaluate("window.takt_test_same_page = true")  # gone if the page reloads
+    saved = page.locator(".inline-related.has_original")
+    expect(saved.locator(".takt-preview-words")).to_have_text(
+        "At 15 minutes past the hour (Europe/Berlin)"
+    )
+    expect(saved.locator(".takt-preview tbody tr")).to_have_count(5)
+    shot(page, "job-editor", between=(page.locator("#job_form fieldset").first, saved))
     page.get_by_role("button", name="Run now").click()
 
     expect(message(page)).to_have_text(re.compile(r"^Run #\d+ queued\."))
