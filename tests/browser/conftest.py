@@ -14,9 +14,9 @@
   (`element=`), or of the whole page (`full_page=True`): in
   docs/images/admin/ with TAKT_SCREENSHOTS=1, else in the test's tmp dir.
 * `themed_page(color_scheme)` is `page` in a light or dark browser.
-* Before each test the database is emptied and Takt's queue switches in
-  Redis are cleared, so that no test's pause or maintenance mode reaches
-  the next one's worker.
+* Before each test the database is emptied, its ids restarted, and
+  Takt's keys in Redis deleted (locks, cancel markers, queue switches), so
+  that nothing of one test reaches the next one's worker.
 
 Playwright's sync API keeps an asyncio loop running in this thread, and
 Django's ORM refuses to run where a loop runs unless
@@ -120,20 +120,37 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(autouse=True)
-def _content_types_keep_their_ids(django_db_setup: Any, django_db_blocker: Any) -> None:
+def _content_types_keep_their_ids(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     """Before each test, empty the database with its ids restarted, so that
     post_migrate makes the content types again with the same ids each time.
     The module's web server caches those ids for the admin's change log,
     and the flush that ends each transactional test gives them new ones:
-    "Add job" in a later test would fail its foreign key."""
-    from django.core.management import call_command
+    "Add job" in a later test would fail its foreign key.
 
-    from jobs.queue import mirror
+    Takt's keys in Redis go too, before and after each test: with the ids
+    restarted, an earlier test's lock of job 1 or cancel marker of run 1
+    would hold back this test's job 1 or stop its run 1 (and the queue
+    switches would outlive their rows)."""
+    from django.core.management import call_command
 
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, reset_sequences=True, verbosity=0)
-    # The workers read the queue switches from Redis, which a flush leaves.
-    mirror(paused=False, maintenance=False)
+    forget_takt_keys()
+    yield
+    forget_takt_keys()
+
+
+def forget_takt_keys() -> None:
+    """Delete Takt's own keys (TAKT_KEY_PREFIX) from the private Redis;
+    Celery's queues and bindings stay."""
+    from django.conf import settings
+
+    from runs.locks import get_redis
+
+    client = get_redis()
+    keys = list(client.scan_iter(match=f"{settings.TAKT_KEY_PREFIX}:*", count=1000))
+    if keys:
+        client.delete(*keys)
 
 
 @pytest.fixture
