@@ -155,6 +155,7 @@ def test_a_jobs_own_progress_shows_live_half_way_and_to_the_end(
     page.evaluate("window.takt_same_page = true")
 
     live = live_panel(page)
+    expect(live.locator("progress")).to_be_in_viewport()  # in the first screen, unscrolled
     expect(live.locator("[data-live=percent]")).to_have_text(
         "60 % (3 of 5)", timeout=RUN_TIMEOUT_MS
     )
@@ -164,7 +165,7 @@ def test_a_jobs_own_progress_shows_live_half_way_and_to_the_end(
     expect(live.locator("[data-live=output]")).to_have_text(
         re.compile(r"step 1 of 5\s+step 2 of 5\s+step 3 of 5\s*$")
     )
-    shot(page, "run-live-progress", element=page.locator("#content"))
+    shot(page, "run-live-progress")
 
     redis.Redis.from_url(settings.REDIS_URL).rpush(hold, "go on")
 
