@@ -6,6 +6,7 @@ shown (jobs/static/jobs/trigger_inline.js)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -47,6 +48,11 @@ def test_interval_and_calendar_triggers_are_saved_from_the_add_job_page(
     calendar.get_by_label("Calendar rule").select_option(label="Last day of each month")
     calendar.get_by_label("Time of day").fill("18:30")
     calendar.get_by_label("Timezone").fill("Europe/Berlin")
+    # Each one's check schedule follows what was typed into it.
+    expect(interval.locator(".takt-preview-words")).to_have_text("every 1 minute, 30 seconds")
+    expect(calendar.locator(".takt-preview-words")).to_have_text(
+        "on the last day of each month at 18:30 (Europe/Berlin)"
+    )
     shot(page, "job-add-interval-calendar", element=page.locator("#triggers-group"))
 
     save(page)
@@ -120,6 +126,18 @@ FIELDS_BY_KIND = {
     "Once": ["Run at"],
     "Calendar preset": ["Calendar rule", "Time of day", *RESTRICTIONS],
 }
+KINDS = {
+    "Cron expression": "cron",
+    "Interval": "interval",
+    "Once": "once",
+    "Calendar preset": "calendar",
+}
+REQUIRED_FIRST = {
+    "Cron expression": "cron_expression",
+    "Interval": "interval_seconds",
+    "Once": "run_at",
+    "Calendar preset": "calendar_rule",
+}
 ALL_FIELDS = sorted({label for labels in FIELDS_BY_KIND.values() for label in labels})
 
 
@@ -141,6 +159,10 @@ def test_the_trigger_form_shows_only_the_fields_of_the_chosen_kind(
     choose_kind(trigger, kind)
 
     assert visible_labels(trigger) == sorted(FIELDS_BY_KIND[kind])
+    # Its check schedule asks for what this kind needs first.
+    expect(trigger.locator(".takt-preview-note")).to_have_text(
+        re.compile(rf"^{REQUIRED_FIRST[kind]}: required for an? {KINDS[kind]} trigger$")
+    )
     shot(page, f"trigger-kind-{kind.split()[0].lower()}", element=trigger)
 
 
