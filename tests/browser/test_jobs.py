@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_an_operator_logs_in_through_the_login_page(
-    anonymous_page: Page, operator: tuple[str, str], shot: Shot
+    anonymous_page: Page, operator: tuple[str, str]
 ) -> None:
     page = anonymous_page
     page.goto("/admin/")
@@ -39,7 +39,6 @@ def test_an_operator_logs_in_through_the_login_page(
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Log in").click()
     expect(page.locator(".errornote")).to_contain_text("enter the correct username and password")
-    shot(page, "login-refused")
 
     page.get_by_label("Password").fill(operator[1])
     page.get_by_role("button", name="Log in").click()
@@ -51,7 +50,7 @@ def test_an_operator_logs_in_through_the_login_page(
 
 
 def test_a_job_added_with_a_cron_trigger_is_listed_with_its_schedule_in_words(
-    page: Page, shot: Shot
+    page: Page,
 ) -> None:
     page.goto(JOB_ADD)
     fill_job(page, name="Nightly report")

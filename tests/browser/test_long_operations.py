@@ -80,7 +80,6 @@ def test_a_backfill_from_the_job_list_shows_its_progress_to_100_percent(
     beat: Callable[..., object],
     operations_job: Job,
     quiet_at_the_end: None,
-    shot: Shot,
 ) -> None:
     """The backfilled runs wait, held, and run one after another: the beat's
     sweep sends each (the job's overlap policy is skip)."""
