@@ -184,6 +184,9 @@ def test_a_calendar_preset_shows_the_day_and_month_only_for_rules_that_use_them(
     rule.select_option(label="Yearly on a date")
     expect(day).to_be_visible()
     expect(month).to_be_visible()
+    expect(trigger.locator(".takt-preview-note")).to_have_text(
+        "at_time: required for a calendar trigger"
+    )
     shot(page, "trigger-calendar-date", element=trigger)
 
     rule.select_option(label="Last day of each month")
