@@ -98,7 +98,7 @@ def test_a_backfill_from_the_job_list_shows_its_progress_to_100_percent(
     expect(page.get_by_role("heading", name="Backfill a past range")).to_be_visible()
     page.get_by_label("From:", exact=True).fill(f"{start:%Y-%m-%d %H:%M}")
     page.get_by_label("To:", exact=True).fill(f"{end:%Y-%m-%d %H:%M}")
-    busy_worker(seconds=2)
+    busy_worker(seconds=4)  # long enough for the run page to load while it waits
     page.get_by_role("button", name="Backfill").click()
 
     expect(message(page)).to_have_text(
