@@ -1,7 +1,9 @@
 """Run history across jobs (F-51): the run list an operator scans and a
-run's page, read-only. Fast with 1,000,000 runs: newest first by id (the
-primary key's index), a bounded count (runs/admin_filters.py), a job filter
-you type into, no facets and no sorting of the whole table."""
+run's page, read-only. Fast with 1,000,000 runs: newest first on the
+enqueued_at index (a job's runs on (job, enqueued_at), the queued/running
+and failed ones on their partial indexes), a bounded count
+(runs/admin_filters.py), a job filter you type into, no facets and no
+sorting of the whole table."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ class RunAdmin(admin.ModelAdmin):
     list_select_related = ("job",)
     search_fields = ("job__name",)
     search_help_text = "A run's id (#123 or 123), or part of its job's name."
-    ordering = ("-id",)
+    ordering = ("-enqueued_at", "-id")
     sortable_by = ()
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
