@@ -10,9 +10,8 @@ or a web server. Each page: one warm-up request, whose SQL is captured
 (CaptureQueriesContext: the number of queries, the statements repeated,
 full COUNT(*)s); then `reps` timed requests of each page, in rounds over
 all pages (fewer for a page slower than PAGE_BUDGET_S / reps, at least
-2). Each SELECT of the warm-up is then run
-again on its own with its rows fetched, which times it; the slowest one's
-plan (EXPLAIN QUERY PLAN on SQLite, EXPLAIN (ANALYZE, BUFFERS) on
+2). Each SELECT of the warm-up is then run again on its own with its rows
+fetched, which times it; the slowest one's plan (EXPLAIN QUERY PLAN on SQLite, EXPLAIN (ANALYZE, BUFFERS) on
 PostgreSQL) goes into the log and the report. A page that answers an
 error status is reported with it.
 """
@@ -40,7 +39,6 @@ from .suite_ctx import Ctx, row
 
 PAGE_BUDGET_S = 60.0  # timed requests of one page stop after about this long
 PLANS_LOGGED = 3  # the slowest statements of a page whose plans go to the log file
-REPEATED = 10  # a statement run this often per page is one per row (N+1)
 
 
 @dataclass(frozen=True)
@@ -271,6 +269,8 @@ def _log_plans(ctx: Ctx, page: Page, plans: list[tuple[float, str, list[str]]]) 
 
 
 def run(ctx: Ctx, cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Seed (cfg: jobs, runs, periodic_tasks, hot_runs), measure every page
+    `cfg["reps"]` times, empty the tables again; returns the result rows."""
     from django.contrib.auth import get_user_model
 
     if settings.DEBUG:
