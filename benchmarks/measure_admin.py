@@ -64,17 +64,19 @@ def pages(seeded: seed_admin.Seeded) -> list[Page]:
     from django_celery_beat.models import PeriodicTask
 
     from jobs.models import Job
+    from runs.admin_filters import COUNT_CAP
     from runs.models import Run
 
     s, q = seeded.sizes, seed_admin.SEARCH_TERM
     mid_jobs = max(1, math.ceil(s.jobs / _per_page(Job)) // 2)
-    mid_runs = max(1, math.ceil(s.runs / _per_page(Run)) // 2)
+    # The run list counts at most COUNT_CAP runs: its last page is the deepest one.
+    mid_runs = max(1, min(math.ceil(s.runs / _per_page(Run)) // 2, COUNT_CAP // _per_page(Run)))
     mid_tasks = max(1, math.ceil(s.periodic_tasks / _per_page(PeriodicTask)) // 2)
     day = datetime.combine((seeded.now - timedelta(days=3)).date(), time(), UTC)
-    hierarchy = {"enqueued_at__day": day.day, "enqueued_at__month": day.month,
-                 "enqueued_at__year": day.year}  # fmt: skip
-    span = {"enqueued_at__gte": day.isoformat(),
-            "enqueued_at__lt": (day + timedelta(days=1)).isoformat()}  # fmt: skip
+    span = {"enqueued_from": day.strftime("%Y-%m-%d %H:%M"),
+            "enqueued_to": (day + timedelta(days=1)).strftime("%Y-%m-%d %H:%M")}  # fmt: skip
+    window = {"start": (seeded.now - timedelta(hours=24)).isoformat(),
+              "end": seeded.now.isoformat()}  # fmt: skip
     jobs, runs, tasks = (
         "/admin/jobs/job/",
         "/admin/runs/run/",
@@ -89,11 +91,15 @@ def pages(seeded: seed_admin.Seeded) -> list[Page]:
         Page("run list: page 1", runs, "takt"),
         Page(f"run list: page {mid_runs:,}", f"{runs}?p={mid_runs}", "takt"),
         Page(f"run list: job #{seeded.hot_job_id} ({s.hot_runs:,} runs)",
-             f"{runs}?job__id__exact={seeded.hot_job_id}", "takt"),
+             f"{runs}?job={seeded.hot_job_id}", "takt"),
         Page("run list: status failed", f"{runs}?status__exact=failed", "takt"),
+        Page("run list: status running", f"{runs}?status__exact=running", "takt"),
         Page("run list: trigger manual", f"{runs}?trigger__exact=manual", "takt"),
-        Page("run list: one day (date hierarchy)", f"{runs}?{urlencode(hierarchy)}", "takt"),
+        Page("run list: past 24 hours", f"{runs}?enqueued=24h", "takt"),
         Page("run list: one day (from–to)", f"{runs}?{urlencode(span)}", "takt"),
+        Page("timeline data: all jobs, 24 h", f"{jobs}timeline/data/?{urlencode(window)}", "takt"),
+        Page("load forecast data: 7 days", f"{jobs}forecast/data/?tz=Europe/Berlin", "takt"),
+        Page("landing page", "/admin/", "takt"),
         Page(f"run #{seeded.hot_run_id}", f"{runs}{seeded.hot_run_id}/change/", "takt"),
         Page(f"job editor: job #{seeded.hot_job_id} ({s.hot_runs:,} runs)",
              f"{jobs}{seeded.hot_job_id}/change/", "takt"),
