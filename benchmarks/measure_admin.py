@@ -115,10 +115,12 @@ def shape(sql: str) -> str:
 
 
 def full_counts(statements: list[str]) -> list[str]:
-    """The tables counted whole (a COUNT without any WHERE)."""
+    """The tables counted whole (a COUNT without any WHERE, and without a
+    LIMIT that bounds it: `COUNT(*) FROM (SELECT … LIMIT n)` counts n)."""
     tables = []
     for sql in statements:
-        if "COUNT(" in sql.upper() and " WHERE " not in sql.upper():
+        upper = sql.upper()
+        if "COUNT(" in upper and " WHERE " not in upper and " LIMIT " not in upper:
             found = re.search(r'FROM\s+"(\w+)"', sql)
             tables.append(found.group(1) if found else "?")
     return tables
