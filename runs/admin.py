@@ -19,7 +19,14 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from jobs.display import ADMIN_CSS, ADMIN_JS, duration_text, status_badge, time_html
+from jobs.display import (
+    ADMIN_CSS,
+    ADMIN_JS,
+    duration_text,
+    status_badge,
+    time_html,
+    times_in_text,
+)
 from jobs.errors import TaktError
 from jobs.models import Job
 
@@ -76,7 +83,7 @@ class RunAdmin(admin.ModelAdmin):
                 "fields": (
                     ("job_link", "status_badge"),
                     ("trigger", "attempt", "priority"),
-                    "message",
+                    "message_text",
                 )
             },
         ),
@@ -105,7 +112,7 @@ class RunAdmin(admin.ModelAdmin):
         ),
     )
     readonly_fields = (
-        "job_link", "status_badge", "trigger", "attempt", "priority", "message", "scheduled",
+        "job_link", "status_badge", "trigger", "attempt", "priority", "message_text", "scheduled",
         "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
         "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
         "source_trigger",
@@ -159,6 +166,10 @@ class RunAdmin(admin.ModelAdmin):
     started_in_list = time_column("started_at", "Started", compact=True)
     finished = time_column("finished_at", "Finished")
 
+    @admin.display(description="Message")
+    def message_text(self, obj: Run) -> Any:
+        return times_in_text(obj.message) if obj.message else "—"
+
     @admin.display(description="Duration")
     def duration(self, obj: Run) -> str:
         return duration_text(obj.duration_s)
@@ -181,7 +192,7 @@ class RunAdmin(admin.ModelAdmin):
                 cancel_run(run_id, by=request.user.get_username(), now=timezone.now())
                 done.append(f"#{run_id}")
             except TaktError as exc:
-                refused.append(str(exc))
+                refused.append(times_in_text(str(exc)))
         if done:
             self.message_user(request, f"Cancelled {len(done)} run(s): {', '.join(done)}.")
         for text in refused[:10]:
@@ -208,7 +219,7 @@ class RunAdmin(admin.ModelAdmin):
         try:
             cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
         except TaktError as exc:
-            self.message_user(request, str(exc), messages.ERROR)
+            self.message_user(request, times_in_text(str(exc)), messages.ERROR)
         else:
             self.message_user(request, f"Run #{run.pk} cancelled.", messages.SUCCESS)
         return HttpResponseRedirect(back)
