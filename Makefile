@@ -7,7 +7,7 @@
 #   make lint                ruff check + ruff format --check
 #   make screenshots         the browser tests on SQLite, saving docs/images/admin/*.png
 #   make bench               benchmarks, full matrix (20-40 min; see benchmarks/README.md)
-#   make bench-quick         benchmarks, small sizes (under 3 minutes)
+#   make bench-quick         benchmarks, small sizes (about 3 minutes)
 #   make clean               remove var/ (all local state), .venv and takt.egg-info
 
 ARGS ?=

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import platform
+import re
 import statistics
 import subprocess
 from pathlib import Path
@@ -172,6 +173,97 @@ def e2e_table(R: Rows) -> list[str]:
     return out + cpu if len(cpu) > 5 else out
 
 
+ADMIN_SEED = (
+    "jobs and triggers",
+    "runs",
+    "heartbeats",
+    "django-celery-beat PeriodicTasks",
+    "ANALYZE",
+)
+N_PLUS_ONE = 10  # a statement run this often for one page is one per row
+
+
+def short_sql(sql: str) -> str:
+    """A statement as the report shows it: long column lists (SELECT, GROUP
+    BY) cut to their count and their expressions."""
+
+    def cols(text: str) -> str:
+        if len(text) <= 160:
+            return text
+        plain = r'(?:^|, )"\w+"\."\w+"(?=,|$)'
+        rest = re.sub(plain, "", text).lstrip(", ")
+        return f"… {len(re.findall(plain, text))} columns" + (f", {rest}" if rest else "")
+
+    sql = re.sub(r"SELECT (DISTINCT )?(.+?) FROM ",
+                 lambda m: f"SELECT {m.group(1) or ''}{cols(m.group(2))} FROM ", sql)  # fmt: skip
+    return re.sub(r"GROUP BY (.+?)(?= ORDER BY | HAVING | LIMIT |\)|$)",
+                  lambda m: f"GROUP BY {cols(m.group(1))}", sql)  # fmt: skip
+
+
+def _admin_cells(r: dict[str, Any]) -> str:
+    if r.get("status") != 200:
+        return f"HTTP {r.get('status')} | – | – | – | – | – | – | – | –"
+    repeated = r.get("repeated", 0)
+    same = ("–" if repeated < 2 else
+            verdict(False, f"×{repeated} (one per row)") if repeated >= N_PLUS_ONE else f"×{repeated}")  # fmt: skip
+    counts = r.get("full_counts") or []
+    full = "–" if not counts else ", ".join(
+        verdict(False, t) if t == "runs_run" else t for t in sorted(set(counts))
+    ) + (f" (×{len(counts)})" if len(counts) > 1 else "")  # fmt: skip
+    return (f"{cell(r)} | {cell({'values': r.get('cpu_ms', [])})} | {r['queries']} | {same} | {fmt(r['sql_ms'])} | {fmt(r['slowest_ms'])} "
+            f"| {full} | {fmt(r['html_kb'])} | {r.get('plan_summary', '')[:160]}")  # fmt: skip
+
+
+def admin_table(R: Rows) -> list[str]:
+    out = ["Seeding (bulk inserts; the same data on both databases):", "",
+           "| database | data | rows | time (s) |", "|---|---|---|---|"]  # fmt: skip
+    for db in R.values("db", section="admin"):
+        for what in ADMIN_SEED:
+            r = R.find(db=db, section="admin", case="seed", metric=what)
+            if r:
+                rows = f"{r['count']:,}" if r.get("count") else ""
+                out.append(f"| {DBS[db]} | {what} | {rows} | {fmt(med(r))} |")
+    for db in R.values("db", section="admin"):
+        load = (R.find(db=db, section="admin", case="load") or {}).get("values", [])
+        if len(load) == 2:
+            out += ["", f"{DBS[db]}: load average (1 min) {fmt(load[0])} when the timed requests "
+                    f"began, {fmt(load[1])} when they ended."]  # fmt: skip
+    out += ["", "Each page with Django's test client (logged in, DEBUG off): the server's wall "
+            "time, and its CPU time (this process, and on PostgreSQL the connection's backend); "
+            "the SQL of one request: statements, the most repeated one, all SELECTs re-run with "
+            "their rows fetched, the slowest of them, tables counted whole; the page's size.", "",
+            "| database | page | server time (ms) | server CPU (ms) | SQL statements | same statement | SQL time (ms) "
+            "| slowest statement (ms) | full COUNT(*) of | HTML (kB) | plan of the slowest statement |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    pages = [r for r in R.rows if r["section"] == "admin" and r["case"] not in ("seed", "load")]
+    for r in pages:
+        out.append(f"| {DBS[r['db']]} | {r['case']} | {_admin_cells(r)} |")
+    out += ["", "| database | page | Takt job list (ms) | django-celery-beat PeriodicTask list (ms) "
+            "| Takt ÷ dcb | Takt ÷ dcb, CPU |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for db in R.values("db", section="admin"):
+        for pair in ("page 1", "later page", "search"):
+            t = R.find(db=db, section="admin", system="takt", pair=pair)
+            d = R.find(db=db, section="admin", system="dcb", pair=pair)
+            if t and d:
+                cpu = ratio(
+                    med({"values": t.get("cpu_ms", [])}), med({"values": d.get("cpu_ms", [])})
+                )
+                out.append(f"| {DBS[db]} | {pair} | {cell(t)} | {cell(d)} "
+                           f"| {ratio(med(t), med(d))} | {cpu} |")  # fmt: skip
+    out += ["", "The slowest statement of each page with its plan (PostgreSQL: EXPLAIN (ANALYZE, "
+            "BUFFERS); SQLite: EXPLAIN QUERY PLAN), and the statement repeated most:", ""]  # fmt: skip
+    for r in pages:
+        if r.get("status") != 200:
+            continue
+        out += [f"<details><summary>{DBS[r['db']]} · {r['case']}: {fmt(r['slowest_ms'])} ms "
+                f"(<code>{r['url']}</code>)</summary>", "", "```sql", short_sql(r["slowest_sql"]),
+                "```", "", "```", *r.get("plan", []), "```", ""]  # fmt: skip
+        if r.get("repeated", 0) >= 2:
+            out += [f"×{r['repeated']}: `{short_sql(r['repeated_sql'])}`", ""]
+        out += ["</details>", ""]
+    return out
+
+
 def _version(argv: list[str]) -> str:
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
@@ -212,7 +304,8 @@ def render(rows: list[dict[str, Any]], title: str, notes: list[str]) -> str:
     sections = (("1. Tick cost against the number of idle jobs", "tick", tick_table),
                 ("2. Dispatch throughput: K jobs due at the same instant", "dispatch", dispatch_table),
                 ("3. Scheduling lag (started_at − scheduled_for)", "lag", lag_table),
-                ("4. End-to-end no-op throughput", "e2e", e2e_table))  # fmt: skip
+                ("4. End-to-end no-op throughput", "e2e", e2e_table),
+                ("5. Admin pages at scale", "admin", admin_table))  # fmt: skip
     for heading, key, table in sections:
         if any(r["section"] == key for r in rows):
             parts += [f"### {heading}", "", *table(R), ""]

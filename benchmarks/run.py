@@ -1,6 +1,6 @@
 """``make bench`` / ``make bench-quick``: the whole benchmark.
 
-    python -m benchmarks.run --profile quick|full [--only tick,dispatch,e2e,lag]
+    python -m benchmarks.run --profile quick|full [--only tick,dispatch,e2e,lag,admin]
                              [--db sqlite,postgresql] [--pg-url postgres://postgres@127.0.0.1:5432]
 
 Starts a private redis-server on a free port, then for each database: a
@@ -70,7 +70,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--profile", choices=["quick", "full"], default="quick")
-    parser.add_argument("--only", default="tick,dispatch,e2e,lag")
+    parser.add_argument("--only", default="tick,dispatch,e2e,lag,admin")
     parser.add_argument("--db", default="sqlite,postgresql")
     parser.add_argument("--pg-url", default=infra.DEFAULT_PG_URL)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")

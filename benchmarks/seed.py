@@ -27,13 +27,9 @@ def wipe() -> None:
     from heartbeats.models import Heartbeat
     from runs.models import Run
 
-    tables = [m._meta.db_table for m in (Run, Heartbeat, Trigger, Job, PeriodicTask, PeriodicTasks)]
-    with connection.cursor() as cur:
-        if connection.vendor == "postgresql":
-            cur.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
-        else:
-            for table in tables:
-                cur.execute(f"DELETE FROM {table}")
+    from .seed_bulk import empty
+
+    empty([Run, Heartbeat, Trigger, Job, PeriodicTask, PeriodicTasks])
     analyze()
 
 

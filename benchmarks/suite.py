@@ -26,15 +26,29 @@ PROFILES: dict[str, dict[str, Any]] = {
         "dispatch": {"sizes": [1_000], "reps": 3},
         "e2e": {"n": 200, "reps": 3},
         "lag": {"sizes": [1_000], "period_s": 12.0, "windows": 3},
+        "admin": {
+            "jobs": 10_000,
+            "runs": 100_000,
+            "periodic_tasks": 10_000,
+            "hot_runs": 5_000,
+            "reps": 3,
+        },
     },
     "full": {
         "tick": {"sizes": [1_000, 10_000, 100_000], "reps": 5, "probe_runs": 2, "beat_reps": 3},
         "dispatch": {"sizes": [1_000, 10_000], "reps": 5},
         "e2e": {"n": 2_000, "reps": 5},
         "lag": {"sizes": [2_000, 10_000], "period_s": 60.0, "windows": 3},
+        "admin": {
+            "jobs": 100_000,
+            "runs": 1_000_000,
+            "periodic_tasks": 100_000,
+            "hot_runs": 50_000,
+            "reps": 5,
+        },
     },
 }
-SECTIONS = ("tick", "dispatch", "e2e", "lag")
+SECTIONS = ("tick", "dispatch", "e2e", "lag", "admin")
 
 
 def main() -> None:
@@ -68,7 +82,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _run(ctx: Any, cfg: dict[str, Any], wanted: list[str], out: Path) -> None:
-    from . import measure_dispatch, measure_e2e, measure_lag, measure_tick
+    from . import measure_admin, measure_dispatch, measure_e2e, measure_lag, measure_tick
 
     rows: list[dict[str, Any]] = []
     timings: dict[str, float] = {}
@@ -81,6 +95,8 @@ def _run(ctx: Any, cfg: dict[str, Any], wanted: list[str], out: Path) -> None:
             rows += measure_dispatch.run(ctx, c["sizes"], c["reps"])
         elif section == "e2e":
             rows += measure_e2e.run(ctx, c["n"], c["reps"])
+        elif section == "admin":
+            rows += measure_admin.run(ctx, c)
         else:
             rows += measure_lag.run(ctx, c["sizes"], c["period_s"], c["windows"])
         timings[section] = time.monotonic() - t0

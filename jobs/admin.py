@@ -28,7 +28,7 @@ from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
 
 from . import services
-from .admin_list import JobChangeList, annotate_list
+from .admin_list import JobChangeList, with_page_relations
 from .admin_panels import (
     dispatch_summary,
     explanation_view,
@@ -172,7 +172,7 @@ class JobAdmin(admin.ModelAdmin):
         )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
-        return annotate_list(super().get_queryset(request))
+        return with_page_relations(super().get_queryset(request))
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[JobChangeList]:
         return JobChangeList

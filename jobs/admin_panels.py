@@ -10,7 +10,7 @@ from django.utils.safestring import SafeString
 
 from runs.models import Run
 
-from .display import duration_text, status_badge, time_html
+from .display import duration_text, status_badge, time_html, times_in_text
 from .explain import Check, Explanation
 from .models import Job
 from .services import notify_events
@@ -105,7 +105,7 @@ def run_history(job: Job) -> SafeString:
                 time_html(r.finished_at),
                 duration_text(r.duration_s),
                 r.attempt,
-                r.message[:80] or "output",
+                times_in_text(r.message[:80]) if r.message else "output",
                 r.output or "(no output)",
             )
             for r in runs

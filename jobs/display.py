@@ -11,10 +11,11 @@ themes).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 EMPTY = "—"
@@ -102,3 +103,29 @@ def status_badge(status: str) -> SafeString:
 
 def state_badge(state: str) -> SafeString:
     return badge_html(state, family="state")
+
+
+# A UTC time inside a message ("… ended succeeded at 2026-06-01 08:00:03
+# UTC", an alert's "last run 2026-06-01T08:00:00+00:00").
+_UTC_IN_TEXT = re.compile(
+    r"\b(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2})?)(?:\.\d+)?(?: UTC|Z|\+00:00)"
+)
+
+
+def times_in_text(text: str) -> SafeString:
+    """`text` escaped, each UTC time in it shown as the admin shows times
+    (the browser's zone, UTC on hover): for messages written for e-mail and
+    logs, shown in the admin."""
+    parts, last = [], 0
+    for match in _UTC_IN_TEXT.finditer(text):
+        try:
+            moment = datetime.fromisoformat(f"{match.group(1)}T{match.group(2)}").replace(
+                tzinfo=UTC
+            )
+        except ValueError:
+            continue
+        parts.append(escape(text[last : match.start()]))
+        parts.append(str(time_html(moment)))
+        last = match.end()
+    parts.append(escape(text[last:]))
+    return mark_safe("".join(parts))  # noqa: S308  (every part escaped or built by format_html)

@@ -183,6 +183,8 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
+        # The job list pages through jobs in this order (100,000 of them).
+        indexes = [models.Index(fields=["name", "id"], name="job_name_idx")]
 
     def __str__(self) -> str:
         return f"{self.name} (#{self.pk})" if self.pk else self.name

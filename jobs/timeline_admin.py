@@ -16,7 +16,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.admin import AdminSite
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -24,7 +26,7 @@ from django.urls import URLPattern, path
 from django.utils import timezone
 
 from .forecast import MAX_DAYS
-from .models import Job
+from .models import Job, Trigger
 from .timeline_data import (
     DEFAULT_FUTURE,
     DEFAULT_PAST,
@@ -101,9 +103,31 @@ def forecast_data_view(request: HttpRequest) -> JsonResponse:
     def build() -> dict[str, Any]:
         if not (text.isdigit() and 1 <= int(text) <= MAX_DAYS):
             raise BadInput("days", f"must be a whole number from 1 to {MAX_DAYS}, got {text!r}")
-        return forecast_payload(zone=zone, days=int(text), now=timezone.now())
+        return cached_forecast(zone=zone, days=int(text), now=timezone.now())
 
     return _json(build)
+
+
+# A forecast of 100,000 triggers takes seconds to count: it is kept this long
+# per zone, number of days and hour (the hour it starts from), per process.
+FORECAST_CACHE_S = 60
+
+
+def cached_forecast(*, zone: str, days: int, now: datetime) -> dict[str, Any]:
+    """forecast_payload, computed at most once a minute for the same zone,
+    days and hour while the active triggers stay the same (their count, the
+    newest id and edit); `cached` says whether this one was."""
+    stamp = Trigger.objects.filter(active=True).aggregate(
+        n=Count("id"), last=Max("id"), edited=Max("updated_at")
+    )
+    version = f"{stamp['n']}:{stamp['last']}:{stamp['edited'] and stamp['edited'].timestamp()}"
+    key = f"takt:forecast:{zone}:{days}:{now:%Y%m%d%H}:{version}"
+    hit = cache.get(key)
+    if hit is not None:
+        return {**hit, "cached": True}
+    payload = {**forecast_payload(zone=zone, days=days, now=now), "cached": False}
+    cache.set(key, payload, FORECAST_CACHE_S)
+    return payload
 
 
 def timeline_urls(admin_site: AdminSite) -> list[URLPattern]:

@@ -1,7 +1,9 @@
 """Run history across jobs (F-51): the run list an operator scans and a
-run's page, read-only. Fast with 1,000,000 runs: newest first by id (the
-primary key's index), a bounded count (runs/admin_filters.py), a job filter
-you type into, no facets and no sorting of the whole table."""
+run's page, read-only. Fast with 1,000,000 runs: newest first on the
+enqueued_at index (a job's runs on (job, enqueued_at), the queued/running
+and failed ones on their partial indexes), a bounded count
+(runs/admin_filters.py), a job filter you type into, no facets and no
+sorting of the whole table."""
 
 from __future__ import annotations
 
@@ -17,7 +19,14 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from jobs.display import ADMIN_CSS, ADMIN_JS, duration_text, status_badge, time_html
+from jobs.display import (
+    ADMIN_CSS,
+    ADMIN_JS,
+    duration_text,
+    status_badge,
+    time_html,
+    times_in_text,
+)
 from jobs.errors import TaktError
 from jobs.models import Job
 
@@ -58,7 +67,7 @@ class RunAdmin(admin.ModelAdmin):
     list_select_related = ("job",)
     search_fields = ("job__name",)
     search_help_text = "A run's id (#123 or 123), or part of its job's name."
-    ordering = ("-id",)
+    ordering = ("-enqueued_at", "-id")
     sortable_by = ()
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
@@ -74,7 +83,7 @@ class RunAdmin(admin.ModelAdmin):
                 "fields": (
                     ("job_link", "status_badge"),
                     ("trigger", "attempt", "priority"),
-                    "message",
+                    "message_text",
                 )
             },
         ),
@@ -103,7 +112,7 @@ class RunAdmin(admin.ModelAdmin):
         ),
     )
     readonly_fields = (
-        "job_link", "status_badge", "trigger", "attempt", "priority", "message", "scheduled",
+        "job_link", "status_badge", "trigger", "attempt", "priority", "message_text", "scheduled",
         "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
         "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
         "source_trigger",
@@ -157,6 +166,10 @@ class RunAdmin(admin.ModelAdmin):
     started_in_list = time_column("started_at", "Started", compact=True)
     finished = time_column("finished_at", "Finished")
 
+    @admin.display(description="Message")
+    def message_text(self, obj: Run) -> Any:
+        return times_in_text(obj.message) if obj.message else "—"
+
     @admin.display(description="Duration")
     def duration(self, obj: Run) -> str:
         return duration_text(obj.duration_s)
@@ -179,7 +192,7 @@ class RunAdmin(admin.ModelAdmin):
                 cancel_run(run_id, by=request.user.get_username(), now=timezone.now())
                 done.append(f"#{run_id}")
             except TaktError as exc:
-                refused.append(str(exc))
+                refused.append(times_in_text(str(exc)))
         if done:
             self.message_user(request, f"Cancelled {len(done)} run(s): {', '.join(done)}.")
         for text in refused[:10]:
@@ -206,7 +219,7 @@ class RunAdmin(admin.ModelAdmin):
         try:
             cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
         except TaktError as exc:
-            self.message_user(request, str(exc), messages.ERROR)
+            self.message_user(request, times_in_text(str(exc)), messages.ERROR)
         else:
             self.message_user(request, f"Run #{run.pk} cancelled.", messages.SUCCESS)
         return HttpResponseRedirect(back)

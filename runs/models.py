@@ -119,6 +119,22 @@ class Run(models.Model):
             ),
         ]
         indexes = [
+            # The run list, newest first (the admin orders by enqueued_at), its
+            # date filters and the timeline across jobs.
+            models.Index(fields=["-enqueued_at"], name="run_enqueued_idx"),
+            # The run list filtered to what is queued or running now, and to
+            # what went wrong: small, since a run leaves the first when it
+            # ends and enters the second only when it fails.
+            models.Index(
+                fields=["-enqueued_at"],
+                condition=Q(status__in=["queued", "running"]),
+                name="run_active_idx",
+            ),
+            models.Index(
+                fields=["-enqueued_at"],
+                condition=Q(status__in=["failed", "timed_out", "lost"]),
+                name="run_problem_idx",
+            ),
             models.Index(fields=["job", "status"], name="run_job_status_idx"),
             models.Index(fields=["job", "-enqueued_at"], name="run_job_recent_idx"),
             # The outbox sweep: queued runs that were never marked published.

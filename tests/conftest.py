@@ -98,3 +98,13 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client.flushdb()
     yield client
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    """Each test starts with Django's cache empty (the load forecast keeps
+    its counts there for a minute)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

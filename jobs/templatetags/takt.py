@@ -39,3 +39,9 @@ def takt_status(value: str) -> SafeString:
 @register.filter
 def takt_state(value: str) -> SafeString:
     return display.state_badge(value)
+
+
+@register.filter
+def takt_text_times(value: str) -> SafeString:
+    """A message with its UTC times shown in the browser's zone."""
+    return display.times_in_text(value or "")

@@ -131,3 +131,14 @@ def test_triggers_are_read_in_chunks(admin_client, monkeypatch, django_assert_ma
     with django_assert_max_num_queries(6 + 4):
         data = get_data(admin_client, tz="UTC").json()
     assert data["triggers"] == 10 and data["days"] == [f"2026-11-{d}" for d in range(20, 27)]
+
+
+def test_the_forecast_is_counted_once_a_minute_until_a_trigger_changes(admin_client):
+    job = make_job("hourly")
+    first = get_data(admin_client, tz="UTC").json()
+    assert first["cached"] is False
+    again = get_data(admin_client, tz="UTC").json()
+    assert again["cached"] is True and again["total"] == first["total"]
+    cron(job, "0 * * * *")  # a new trigger: counted anew at once
+    fresh = get_data(admin_client, tz="UTC").json()
+    assert fresh["cached"] is False and fresh["total"] > first["total"]

@@ -54,3 +54,18 @@ def test_a_status_is_a_badge_with_its_own_class():
         '<span class="takt-badge takt-status-timed_out">timed out</span>'
     )
     assert str(status_badge("")) == "—"
+
+
+def test_utc_times_in_a_message_become_times_for_the_browser_and_the_rest_is_escaped():
+    from jobs.display import times_in_text
+
+    html = str(
+        times_in_text(
+            "run #12 <b> ended at 2026-12-01 16:51:10 UTC; again 2026-12-01T17:00:00+00:00."
+        )
+    )
+    assert html.startswith('run #12 &lt;b&gt; ended at <time class="takt-time"')
+    assert 'datetime="2026-12-01T16:51:10Z"' in html
+    assert 'datetime="2026-12-01T17:00:00Z"' in html
+    assert html.endswith("</time>.")
+    assert str(times_in_text("no time here & there")) == "no time here &amp; there"
