@@ -102,6 +102,7 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
         max_instances=job.max_instances,
         lock_holders=holders,
         poll_s=float(settings.TAKT_POLL_SECONDS),
+        lock_ttl_s=float(settings.TAKT_LOCK_TTL_SECONDS),
     )
 
 

@@ -41,7 +41,16 @@ from .admin_panels import (
 )
 from .calendar_admin import HolidayCalendarAdmin  # noqa: F401  (registers it)
 from .definitions import OPERATOR_FIELDS
-from .display import ADMIN_CSS, ADMIN_JS, EMPTY, duration_text, state_badge, status_badge, time_html
+from .display import (
+    ADMIN_CSS,
+    ADMIN_JS,
+    EMPTY,
+    duration_text,
+    state_badge,
+    status_badge,
+    time_html,
+    times_in_text,
+)
 from .errors import TaktError
 from .import_admin import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from .models import Job
@@ -356,11 +365,10 @@ class JobAdmin(admin.ModelAdmin):
             return back
         level = messages.SUCCESS if run.status == "queued" else messages.WARNING
         link = reverse("admin:runs_run_change", args=[run.pk])
-        self.message_user(
-            request,
-            format_html("<a href='{}'>Run #{}</a> {}. {}", link, run.pk, run.status, run.message),
-            level,
-        )
+        text = format_html("<a href='{}'>Run #{}</a> {}.", link, run.pk, run.status)
+        if run.message:
+            text = format_html("{} {}", text, times_in_text(run.message))
+        self.message_user(request, text, level)
         return back
 
 

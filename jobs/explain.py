@@ -86,6 +86,7 @@ class JobFacts:
     max_instances: int = 1
     lock_holders: tuple[int, ...] = ()  # runs whose token holds a lock slot
     poll_s: float = 1.0
+    lock_ttl_s: float = 30.0  # a running run without its lock for longer has lost its worker
 
 
 @dataclass(frozen=True)
@@ -298,11 +299,10 @@ def _blocking(
     if running:
         run = min(running, key=lambda r: r.since)
         where = f" on {run.worker}" if run.worker else ""
-        state = (
-            "; its worker is gone (its lock lapsed): it is recovered as lost"
-            if not run.lock_alive
-            else ""
-        )
+        # A run takes its lock just after it starts: only a lock missing for
+        # longer than its lease says the worker is gone.
+        gone = not run.lock_alive and now - run.since > timedelta(seconds=facts.lock_ttl_s)
+        state = "; its worker is gone (its lock lapsed): it is recovered as lost" if gone else ""
         detail = f"run #{run.run_id} is running{where}{state}; {effect}; running since"
         return Check("active runs", False, detail, at=run.since, run_id=run.run_id)
     run = min(waiting, key=lambda r: r.since)

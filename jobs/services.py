@@ -405,7 +405,8 @@ _REQUIRED = {
 def _required(trigger: Trigger) -> None:
     for field in _REQUIRED.get(TriggerKind(trigger.kind), ()):
         if getattr(trigger, field) in (None, ""):
-            raise ValidationError({field: f"required for a {trigger.kind} trigger"})
+            article = "an" if trigger.kind[:1] in "aeiou" else "a"
+            raise ValidationError({field: f"required for {article} {trigger.kind} trigger"})
 
 
 def validate_trigger(trigger: Trigger, *, now: datetime) -> None:

@@ -180,6 +180,13 @@ class RunAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        """A queued or running run is cancelled, not deleted: deleting its row
+        would leave its process running and its job's lock held."""
+        if obj is not None and obj.status in ACTIVE_STATUSES:
+            return False
+        return super().has_delete_permission(request, obj)
+
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("runs.cancel_run"))
 

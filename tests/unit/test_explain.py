@@ -144,3 +144,14 @@ def test_a_due_fire_time_within_two_polls_is_due_now_not_overdue():
     answer = explain(facts, now=NOW)
     assert answer.holding_back is None
     assert next(c for c in answer.checks if c.name == "next fire time").detail == "due now"
+
+
+def test_a_run_that_just_started_is_not_said_to_have_lost_its_worker():
+    """Between a run's start and its taking the job's lock there is a moment
+    without a lock: only a lock missing for longer than its lease counts."""
+    fresh = running(lock_alive=False, since=NOW - timedelta(seconds=2))
+    answer = explain(replace(READY, active_runs=(fresh,), lock_ttl_s=30), now=NOW)
+    assert "worker is gone" not in answer.holding_back.detail
+    stale = running(lock_alive=False, since=NOW - timedelta(seconds=31))
+    answer = explain(replace(READY, active_runs=(stale,), lock_ttl_s=30), now=NOW)
+    assert "worker is gone" in answer.holding_back.detail
