@@ -247,6 +247,8 @@ def _describe_lost(result: SectionResult) -> str:
             f"; {_count(c['locked'], 'run')} running for longer than the lock TTL left alone"
             " (their job's lock is held)"
         )
+    if c["waited"]:
+        text += "; waited: Redis's data is younger than the lock TTL + 1 s"
     return text
 
 

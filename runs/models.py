@@ -148,6 +148,14 @@ class Run(models.Model):
             models.Index(
                 fields=["retry_of"], condition=Q(retry_of__isnull=False), name="run_retry_of_idx"
             ),
+            # The beat's lost-run check (runs.recovery): running runs that
+            # started before now - TTL. Holds only what is running now, so
+            # an idle check is one probe of an empty index.
+            models.Index(
+                fields=["started_at"],
+                condition=Q(status="running"),
+                name="run_running_idx",
+            ),
             # Runs waiting for their job (buffer policies); the sweep's probe.
             models.Index(
                 fields=["job", "enqueued_at"],

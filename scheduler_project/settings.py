@@ -149,6 +149,8 @@ TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
 # The beat's heartbeat name (default beat@<host>): give two beats on one host names of their own.
 TAKT_BEAT_NAME = env_str("TAKT_BEAT_NAME", "").strip()
 TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
+# How often each beat looks for running runs whose worker died (F-70).
+TAKT_LOST_CHECK_SECONDS = env_int("TAKT_LOST_CHECK_SECONDS", 5, minimum=1, maximum=3600)
 TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
 # A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
 # the job); one still running this many seconds later is killed (SIGKILL).
