@@ -1,7 +1,7 @@
 """Lost runs (F-70) with a real worker: a worker killed with SIGKILL in the
 middle of its runs stops renewing their job locks; once the locks' TTL has
-run out, maintenance marks the runs `lost` and retries them where the
-job's retry policy says so."""
+run out, maintenance, or any beat's continuous check, marks the runs `lost`
+and retries them where the job's retry policy says so."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import redis
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Job, Trigger
 from runs.locks import job_lock_key
 from runs.maintenance import run_maintenance
 from runs.models import Run, RunStatus, RunTrigger
@@ -40,7 +40,7 @@ def sleeper(name: str, *, max_retries: int) -> Job:
 
 
 def test_runs_of_a_worker_killed_mid_run_are_marked_lost_and_retried_per_policy(
-    start_process, redis_url
+    start_process, redis_url, redis_client
 ):
     client = redis.Redis.from_url(redis_url)
     worker = start_process("worker", concurrency=2, TAKT_LOCK_TTL_SECONDS=str(LOCK_TTL_S))
@@ -85,3 +85,70 @@ def test_runs_of_a_worker_killed_mid_run_are_marked_lost_and_retried_per_policy(
     assert (retry.status, retry.trigger, retry.attempt) == (RunStatus.QUEUED, RunTrigger.RETRY, 2)
     assert not Run.objects.filter(retry_of=other).exists()
     assert retried.runs.count() == 2 and not_retried.runs.count() == 1
+
+
+LOST_CHECK_S = 1  # the beat's TAKT_LOST_CHECK_SECONDS
+POLL_S = 0.2  # TAKT_POLL_SECONDS of the live processes
+
+
+@pytest.mark.parametrize("retries", [0, 1], ids=["no retries", "one retry"])
+def test_the_beat_marks_a_killed_workers_run_lost_within_the_ttl_and_the_job_runs_again(
+    start_process, beat, redis_client, retries
+):
+    job = Job.objects.create(
+        name="every second, skip",
+        target="tests.sleep",
+        params={"seconds": 20},
+        overlap_policy="skip",
+        max_retries=retries,
+        retry_backoff_s=0,  # before the next fire time, or the retry would be dropped
+        retry_jitter=0,
+    )
+    doomed = start_process("worker", concurrency=1)
+    checker = beat(TAKT_LOST_CHECK_SECONDS=str(LOST_CHECK_S))
+    Trigger.objects.create(job=job, kind="interval", interval_seconds=1)
+
+    def renewed_run() -> Run | None:
+        run = job.runs.filter(status=RunStatus.RUNNING).exclude(output="").first()
+        return run if run is not None and redis_client.exists(job_lock_key(job.pk)) else None
+
+    first = wait_until(renewed_run, 30, "a run to start and renew its lock")
+    start_process("worker", concurrency=1)  # the survivor
+    time.sleep(LOCK_TTL_S)  # the run is older than the TTL, its lock renewed: not lost
+    assert Run.objects.get(pk=first.pk).status == RunStatus.RUNNING
+    assert job.runs.filter(status=RunStatus.SKIPPED).exists()  # fire times skipped meanwhile
+
+    os.killpg(doomed.pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    doomed.popen.wait(timeout=10)
+    wait_until(
+        lambda: Run.objects.get(pk=first.pk).status == RunStatus.LOST,
+        LOCK_TTL_S + LOST_CHECK_S + POLL_S + 5,
+        "the beat to mark the run lost",
+    )
+    noticed_s = time.monotonic() - killed_at
+
+    assert noticed_s <= LOCK_TTL_S + LOST_CHECK_S + POLL_S + 2, noticed_s
+    first.refresh_from_db()
+    assert first.duration_s is None
+    assert checker.log().count(f"run {first.pk} of job {job.pk} lost") == 1
+
+    # The job is free at once: the next run after the marking is not
+    # skipped but runs on the survivor — the retry where the policy has
+    # one, else the next fire time.
+    def next_after_lost() -> Run | None:
+        later = job.runs.filter(enqueued_at__gte=first.finished_at).exclude(pk=first.pk)
+        return later.order_by("enqueued_at", "pk").first()
+
+    nxt = wait_until(next_after_lost, 5, "the next run after the marking")
+    wait_until(
+        lambda: Run.objects.get(pk=nxt.pk).status != RunStatus.QUEUED, 15, "the next run to start"
+    )
+    nxt.refresh_from_db()
+    assert nxt.status == RunStatus.RUNNING, (nxt.status, nxt.message)
+    assert nxt.worker and nxt.worker != first.worker  # the survivor
+    if retries:
+        assert (nxt.trigger, nxt.attempt, nxt.retry_of_id) == (RunTrigger.RETRY, 2, first.pk)
+        assert first.message == f"{LOST_MESSAGE}; retry 1 of 1 in 0 s"
+    else:
+        assert (nxt.trigger, first.message) == (RunTrigger.SCHEDULE, LOST_MESSAGE)
