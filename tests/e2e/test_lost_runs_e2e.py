@@ -91,64 +91,60 @@ LOST_CHECK_S = 1  # the beat's TAKT_LOST_CHECK_SECONDS
 POLL_S = 0.2  # TAKT_POLL_SECONDS of the live processes
 
 
-@pytest.mark.parametrize("retries", [0, 1], ids=["no retries", "one retry"])
-def test_the_beat_marks_a_killed_workers_run_lost_within_the_ttl_and_the_job_runs_again(
-    start_process, beat, redis_client, retries
+def test_the_beat_marks_a_killed_workers_runs_lost_within_the_ttl_and_the_job_runs_again(
+    start_process, beat, redis_client
 ):
-    job = Job.objects.create(
-        name="every second, skip",
-        target="tests.sleep",
-        params={"seconds": 20},
-        overlap_policy="skip",
-        max_retries=retries,
-        retry_backoff_s=0,  # before the next fire time, or the retry would be dropped
-        retry_jitter=0,
+    skipper = Job.objects.create(
+        name="every second, skip", target="tests.sleep", params={"seconds": 20}
     )
-    doomed = start_process("worker", concurrency=1)
+    retried = sleeper("retries once", max_retries=1)
+    doomed = start_process("worker", concurrency=2)
+    retried_run = enqueue_job(retried, trigger=RunTrigger.MANUAL)
     checker = beat(TAKT_LOST_CHECK_SECONDS=str(LOST_CHECK_S))
-    Trigger.objects.create(job=job, kind="interval", interval_seconds=1)
+    Trigger.objects.create(job=skipper, kind="interval", interval_seconds=1)
 
-    def renewed_run() -> Run | None:
-        run = job.runs.filter(status=RunStatus.RUNNING).exclude(output="").first()
-        return run if run is not None and redis_client.exists(job_lock_key(job.pk)) else None
+    def both_renewed() -> Run | None:
+        running = Run.objects.filter(status=RunStatus.RUNNING).exclude(output="")
+        locks = redis_client.exists(job_lock_key(skipper.pk), job_lock_key(retried.pk))
+        return running.filter(job=skipper).first() if running.count() == 2 and locks == 2 else None
 
-    first = wait_until(renewed_run, 30, "a run to start and renew its lock")
+    first = wait_until(both_renewed, 30, "both runs to start and renew their locks")
     start_process("worker", concurrency=1)  # the survivor
-    time.sleep(LOCK_TTL_S)  # the run is older than the TTL, its lock renewed: not lost
-    assert Run.objects.get(pk=first.pk).status == RunStatus.RUNNING
-    assert job.runs.filter(status=RunStatus.SKIPPED).exists()  # fire times skipped meanwhile
+    time.sleep(LOCK_TTL_S)  # older than the TTL, their locks renewed: not lost
+    assert Run.objects.filter(status=RunStatus.RUNNING).count() == 2
+    assert skipper.runs.filter(status=RunStatus.SKIPPED).exists()  # fire times skipped meanwhile
 
     os.killpg(doomed.pid, signal.SIGKILL)
     killed_at = time.monotonic()
     doomed.popen.wait(timeout=10)
     wait_until(
-        lambda: Run.objects.get(pk=first.pk).status == RunStatus.LOST,
+        lambda: Run.objects.filter(status=RunStatus.LOST).count() == 2,
         LOCK_TTL_S + LOST_CHECK_S + POLL_S + 5,
-        "the beat to mark the run lost",
+        "the beat to mark both runs lost",
     )
     noticed_s = time.monotonic() - killed_at
 
     assert noticed_s <= LOCK_TTL_S + LOST_CHECK_S + POLL_S + 2, noticed_s
     first.refresh_from_db()
-    assert first.duration_s is None
-    assert checker.log().count(f"run {first.pk} of job {job.pk} lost") == 1
+    retried_run.refresh_from_db()
+    assert (first.duration_s, retried_run.duration_s) == (None, None)
+    assert first.message == LOST_MESSAGE
+    assert retried_run.message == f"{LOST_MESSAGE}; retry 1 of 1 in 60 s"
+    retry = Run.objects.get(retry_of=retried_run)
+    assert (retry.status, retry.trigger, retry.attempt) == (RunStatus.QUEUED, RunTrigger.RETRY, 2)
+    log = checker.log()
+    assert [log.count(f"run {r.pk} of job {r.job_id} lost") for r in (first, retried_run)] == [1, 1]
 
-    # The job is free at once: the next run after the marking is not
-    # skipped but runs on the survivor — the retry where the policy has
-    # one, else the next fire time.
-    def next_after_lost() -> Run | None:
-        later = job.runs.filter(enqueued_at__gte=first.finished_at).exclude(pk=first.pk)
-        return later.order_by("enqueued_at", "pk").first()
+    # The job is free at once: the next fire time after the marking is not
+    # skipped but runs, on the survivor.
+    def next_fire_time() -> Run | None:
+        later = skipper.runs.filter(scheduled_for__gt=first.finished_at)
+        return later.order_by("scheduled_for").first()
 
-    nxt = wait_until(next_after_lost, 5, "the next run after the marking")
+    nxt = wait_until(next_fire_time, 5, "the next fire time after the marking")
     wait_until(
         lambda: Run.objects.get(pk=nxt.pk).status != RunStatus.QUEUED, 15, "the next run to start"
     )
     nxt.refresh_from_db()
     assert nxt.status == RunStatus.RUNNING, (nxt.status, nxt.message)
     assert nxt.worker and nxt.worker != first.worker  # the survivor
-    if retries:
-        assert (nxt.trigger, nxt.attempt, nxt.retry_of_id) == (RunTrigger.RETRY, 2, first.pk)
-        assert first.message == f"{LOST_MESSAGE}; retry 1 of 1 in 0 s"
-    else:
-        assert (nxt.trigger, first.message) == (RunTrigger.SCHEDULE, LOST_MESSAGE)
