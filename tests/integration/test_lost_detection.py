@@ -7,6 +7,9 @@ data is younger than the TTL + 1 s. Real database, private Redis."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -193,3 +196,20 @@ def test_an_idle_check_is_one_query_on_the_running_runs_index(
     plan = lost_candidates(now=NOW).select_related("job")[:500].explain()
     assert "run_running_idx" in plan, plan
     assert connection.vendor in ("sqlite", "postgresql")
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ("0", "TAKT_LOST_CHECK_SECONDS: must be between 1 and 3600, got '0'"),
+        ("5s", "TAKT_LOST_CHECK_SECONDS: expected a whole number, got '5s'"),
+    ],
+)
+def test_a_bad_check_period_stops_the_process_naming_the_setting(raw, error):
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "scheduler_project.settings"}
+    env["TAKT_LOST_CHECK_SECONDS"] = raw
+    code = "import django; django.setup()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and error in done.stderr
