@@ -54,9 +54,10 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
        or a flush, runs/redis_age.py): live keepers may not have put their
        locks back yet, so nothing is marked; logged, `waited` counted.
     3. One pipelined round trip to Redis: the tokens in each job's slot
-       keys (slots 0 to MAX_INSTANCES - 1, so a max_instances lowered since
-       the run started hides none). Redis unreachable: the error propagates
-       and nothing more is marked.
+       keys 0 to max_instances - 1. For the jobs with a run not found
+       there, a second one for slots 0 to MAX_INSTANCES - 1 (a
+       max_instances lowered since the run started hides none). Redis
+       unreachable: the error propagates and nothing more is marked.
     4. Each lost run: running → lost by compare-and-set in finish_run, with
        the retry run, in one transaction; its duration is unknown (None).
        A run that ended in the meantime, or that another beat marked
@@ -73,10 +74,12 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
             return
         first, last = False, runs[-1]
         after = Q(started_at__gt=last.started_at) | Q(started_at=last.started_at, pk__gt=last.pk)
-        holders = _lock_holders(sorted({run.job_id for run in runs}))
+        holders = _lock_holders({run.job_id: run.job.max_instances for run in runs})
+        suspects = {run.job_id for run in runs if not _held(run, holders)}
+        if suspects:  # a max_instances lowered since the run started hides no slot
+            holders.update(_lock_holders(dict.fromkeys(suspects, MAX_INSTANCES)))
         for run in runs:
-            live, unknown = holders.get(run.job_id, (set(), False))
-            if run.pk in live or unknown:
+            if _held(run, holders):
                 counts["locked"] += 1
             elif dry_run:
                 counts["lost"] += 1
@@ -118,12 +121,20 @@ def check_lost_runs(*, now: datetime, batch: int = 500) -> Counter[str]:
     return counts
 
 
-def _lock_holders(job_ids: list[int]) -> dict[int, tuple[set[int], bool]]:
-    """job id -> (the runs whose tokens hold one of its slots, whether a
-    slot is held under a token that names no run)."""
+def _held(run: Run, holders: dict[int, tuple[set[int], bool]]) -> bool:
+    live, unknown = holders.get(run.job_id, (set(), False))
+    return run.pk in live or unknown
+
+
+def _lock_holders(slots: dict[int, int]) -> dict[int, tuple[set[int], bool]]:
+    """job id -> (the runs whose tokens hold one of its first `slots[job
+    id]` slots, whether one of them is held under a token that names no
+    run); one pipelined round trip."""
     pipe = get_redis().pipeline(transaction=False)
+    job_ids = sorted(slots)
     for job_id in job_ids:
-        pipe.mget([job_lock(job_id, slot=slot).key for slot in range(MAX_INSTANCES)])
+        keys = [job_lock(job_id, slot=slot).key for slot in range(max(slots[job_id], 1))]
+        pipe.mget(keys)
     holders: dict[int, tuple[set[int], bool]] = {}
     for job_id, tokens in zip(job_ids, pipe.execute(), strict=True):
         held = [t for t in tokens if t is not None]

@@ -89,6 +89,17 @@ def test_a_run_whose_slot_holds_its_token_is_not_lost(redis_client, check_due):
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
 
 
+def test_a_run_in_a_slot_above_a_lowered_max_instances_is_not_lost(redis_client):
+    job = make_job(overlap_policy="allow", max_instances=5)
+    run = running_run(job, started_at=NOW - 10 * TTL)
+    assert job_lock(job.pk, slot=4, run_id=run.pk).acquire()
+    job.max_instances = 1
+    job.save()
+
+    assert check_lost_runs(now=NOW) == {"locked": 1}
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+
+
 def test_a_run_is_lost_only_after_the_ttl_at_the_instant_and_one_second_later(redis_client):
     job = make_job()
     run = running_run(job, started_at=NOW - TTL)
