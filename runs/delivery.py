@@ -36,7 +36,7 @@ its liveness key yet.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -84,17 +84,36 @@ def run_id_of_task(task_id: str | None) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def mark_sent(run_ids: Iterable[int]) -> None:
-    """Mark these runs' messages as in the broker's queue, in one pipelined
-    round trip. Called after the broker batch was flushed."""
+# KEYS: the runs' marks; ARGV: the TTL (s), then per key the value it must
+# hold to be replaced ('' = none). A worker's `w:` mark written between the
+# broker flush and this call is never overwritten.
+_MARK_SENT = """
+for i, key in ipairs(KEYS) do
+  local current = redis.call('get', key)
+  local expected = ARGV[i + 1]
+  if (current == false and expected == '') or current == expected then
+    redis.call('set', key, 'sent', 'EX', ARGV[1])
+  end
+end
+return 0
+"""
+MARK_CHUNK = 1000
+
+
+def mark_sent(run_ids: Iterable[int], *, replacing: Mapping[int, str | None] | None = None) -> None:
+    """Mark these runs' messages as in the broker's queue, one round trip
+    per 1000 runs, after the broker batch was flushed. A mark is written
+    only where there is none, or (`replacing`, a re-send) where it still
+    holds the value the sweep saw: a worker may already have received the
+    new message and said so."""
     ids = list(run_ids)
-    if not ids:
-        return
-    ttl = mark_ttl_s()
-    pipe = get_redis().pipeline(transaction=False)
-    for run_id in ids:
-        pipe.set(mark_key(run_id), SENT, ex=ttl)
-    pipe.execute()
+    seen = replacing or {}
+    client = get_redis()
+    for start in range(0, len(ids), MARK_CHUNK):
+        chunk = ids[start : start + MARK_CHUNK]
+        expected = [seen.get(run_id) or "" for run_id in chunk]
+        keys = [mark_key(run_id) for run_id in chunk]
+        client.eval(_MARK_SENT, len(keys), *keys, mark_ttl_s(), *expected)
 
 
 def mark_received(run_id: int, hostname: str) -> None:
@@ -157,8 +176,9 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     while page:
         lost = _lost(page)
         if lost:
-            sent += publish_runs([c.run_id for c, _ in lost], now=now, resend=True)
-            record(Decision("resent", c.job_id, c.run_id, detail=why, at=now) for c, why in lost)
+            seen = {c.run_id: mark for c, mark, _ in lost}
+            sent += publish_runs(list(seen), now=now, replacing=seen)
+            record(Decision("resent", c.job_id, c.run_id, detail=why, at=now) for c, _, why in lost)
         if len(page) < batch:
             break
         last = page[-1]
@@ -191,8 +211,8 @@ def _candidates(
     return [Candidate(*row) for row in values]
 
 
-def _lost(page: list[Candidate]) -> list[tuple[Candidate, str]]:
-    """The candidates whose message is gone, each with why."""
+def _lost(page: list[Candidate]) -> list[tuple[Candidate, str | None, str]]:
+    """The candidates whose message is gone, each with its mark and why."""
     client = get_redis()
     queues = sorted({c.queue for c in page})
     pipe = client.pipeline(transaction=False)
@@ -213,7 +233,7 @@ def _lost(page: list[Candidate]) -> list[tuple[Candidate, str]]:
     for candidate, mark in zip(page, marks, strict=True):
         why = resend_reason(mark, alive=alive, queue_empty=empty[candidate.queue])
         if why is not None:
-            lost.append((candidate, why))
+            lost.append((candidate, mark, why))
     return lost
 
 

@@ -1,7 +1,8 @@
 """What a worker's main process does for message delivery (runs/delivery.py),
 connected once from the app's ready(): a received message marks its run
 with the worker's name; the worker keeps its liveness key from the moment
-it is ready until it shuts down; a pool child that died before it could
+it is ready until it shuts down; a warm shutdown gives back the messages
+it has not started (runs/shutdown.py); a pool child that died before it could
 start a run gives the run's message up, so the beat sends it again."""
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ def worker_ready(sender: Any = None, **kwargs: Any) -> None:
     _liveness.append(Liveness(hostname).start())
 
 
+def worker_shutting_down(sender: Any = None, how: str = "", **kwargs: Any) -> None:
+    """SIGTERM (warm): messages received but not started go back at once
+    (runs/shutdown.py); the running runs finish."""
+    from .shutdown import give_back_soon
+
+    if how == "Warm":
+        give_back_soon()
+
+
 def worker_shutdown(sender: Any = None, **kwargs: Any) -> None:
     while _liveness:
         _liveness.pop().stop()
@@ -72,6 +82,7 @@ def connect_all() -> None:
         (signals.task_received, task_received, "received"),
         (signals.task_failure, task_failure, "failure"),
         (signals.worker_ready, worker_ready, "ready"),
+        (signals.worker_shutting_down, worker_shutting_down, "shutting_down"),
         (signals.worker_shutdown, worker_shutdown, "shutdown"),
     ):
         signal.connect(receiver, weak=False, dispatch_uid=f"takt.runs.{uid}")

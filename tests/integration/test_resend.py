@@ -180,3 +180,18 @@ def test_the_end_of_a_run_deletes_its_mark(broker):
     assert execute(run.pk, worker="me@host", clock=clock(T0, T0 + SECOND)) == "succeeded"
     assert broker.get(mark_key(run.pk)) is None
     assert resend_lost_messages(now=T0 + 10 * AFTER) == 0
+
+
+def test_a_worker_that_received_the_message_before_its_mark_was_written_keeps_its_mark(broker):
+    from runs.delivery import mark_sent
+
+    fresh, resent = published(2)
+    broker.set(mark_key(fresh.pk), "w:fast@host")  # received between the flush and the mark
+    broker.set(mark_key(resent.pk), "w:new@host")  # the re-sent message was received already
+
+    mark_sent([fresh.pk, resent.pk], replacing={resent.pk: "w:dead@host"})
+
+    assert broker.get(mark_key(fresh.pk)) == b"w:fast@host"
+    assert broker.get(mark_key(resent.pk)) == b"w:new@host"
+    mark_sent([resent.pk], replacing={resent.pk: "w:new@host"})
+    assert broker.get(mark_key(resent.pk)) == b"sent"
