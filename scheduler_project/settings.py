@@ -119,6 +119,8 @@ REDIS_URL_SOURCE = source_of("REDIS_URL")  # for "cannot reach Redis at … (fro
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Late acks, prefetch 1, no requeue of a lost pool child's message: why in
+# docs/run-lifecycle.md ("Worker shutdown and the Celery settings").
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = env_int(
