@@ -195,3 +195,17 @@ def test_a_worker_that_received_the_message_before_its_mark_was_written_keeps_it
     assert broker.get(mark_key(resent.pk)) == b"w:new@host"
     mark_sent([resent.pk], replacing={resent.pk: "w:new@host"})
     assert broker.get(mark_key(resent.pk)) == b"sent"
+
+
+def test_a_run_put_back_to_wait_for_its_job_loses_its_mark_and_gets_a_fresh_one(broker):
+    from runs.overlap import hold_run
+
+    run, *_ = published()
+    broker.set(mark_key(run.pk), "w:holder@host")
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+
+    assert hold_run(run)
+    assert broker.get(mark_key(run.pk)) is None
+    Run.objects.filter(pk=run.pk).update(held=False)
+    publish_runs([run.pk], now=T0 + SECOND)
+    assert broker.get(mark_key(run.pk)) == b"sent"
