@@ -209,3 +209,30 @@ def test_a_run_put_back_to_wait_for_its_job_loses_its_mark_and_gets_a_fresh_one(
     Run.objects.filter(pk=run.pk).update(held=False)
     publish_runs([run.pk], now=T0 + SECOND)
     assert broker.get(mark_key(run.pk)) == b"sent"
+
+
+def test_the_beat_tick_sends_lost_messages_again_at_most_every_check_period(broker, monkeypatch):
+    import jobs.ticks
+    from jobs.ticks import run_tick
+
+    run, *_ = published()
+    broker.delete(mark_key(run.pk))
+    monkeypatch.setattr(jobs.ticks, "_resent_at", float("-inf"))
+
+    run_tick(now=T0 + AFTER + SECOND)
+    assert broker_task_ids(broker) == [task_id(run)] * 2
+    broker.delete(mark_key(run.pk))
+    run_tick(now=T0 + 10 * AFTER)  # within TAKT_RESEND_CHECK_SECONDS (5 s) of the last look
+    assert broker_task_ids(broker) == [task_id(run)] * 2
+
+
+def test_a_redis_outage_in_the_sweep_is_logged_and_the_tick_goes_on(broker, monkeypatch, caplog):
+    import jobs.ticks
+    from jobs.ticks import run_tick
+    from tests.processes import free_port
+
+    published()
+    monkeypatch.setattr(jobs.ticks, "_resent_at", float("-inf"))
+    with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):  # nobody listens
+        assert run_tick(now=T0 + AFTER + SECOND) > 0
+    assert "could not look for lost messages" in caplog.text
