@@ -157,7 +157,9 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     Returns how many were sent. An idle system pays one index probe
     (`run_published_idx`); each batch of candidates costs one DB query,
     one Redis round trip for their marks and queue lengths and one for the
-    liveness keys of the workers they name. Raises redis.RedisError when
+    liveness keys of the workers they name, and for the lost ones two
+    statements (the compare-and-set that keeps two beats from sending the
+    same run) and the publish. Raises redis.RedisError when
     Redis cannot be reached (the beat's tick logs it)."""
     from .publish import publish_runs
 
@@ -174,7 +176,7 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
         return 0
     sent = 0
     while page:
-        lost = _lost(page)
+        lost = _claimed(_lost(page), cutoff=cutoff, now=now)
         if lost:
             seen = {c.run_id: mark for c, mark, _ in lost}
             sent += publish_runs(list(seen), now=now, replacing=seen)
@@ -235,6 +237,25 @@ def _lost(page: list[Candidate]) -> list[tuple[Candidate, str | None, str]]:
         if why is not None:
             lost.append((candidate, mark, why))
     return lost
+
+
+def _claimed(
+    lost: list[tuple[Candidate, str | None, str]], *, cutoff: datetime, now: datetime
+) -> list[tuple[Candidate, str | None, str]]:
+    """The lost runs this sweep may send: moves their published_at to `now`
+    by compare-and-set (still queued, still older than `cutoff`), so a
+    second beat sweeping at the same moment finds them young and leaves
+    them. Two statements per batch. A beat that dies right after this sends
+    nothing; the next sweep finds the run again TAKT_RESEND_AFTER_SECONDS
+    later."""
+    if not lost:
+        return []
+    ids = [c.run_id for c, _, _ in lost]
+    rows = Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED, published_at__lt=cutoff)
+    if not rows.update(published_at=now):
+        return []
+    mine = set(Run.objects.filter(pk__in=ids, published_at=now).values_list("pk", flat=True))
+    return [item for item in lost if item[0].run_id in mine]
 
 
 def _text(value: Any) -> str | None:

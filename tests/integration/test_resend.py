@@ -236,3 +236,22 @@ def test_a_redis_outage_in_the_sweep_is_logged_and_the_tick_goes_on(broker, monk
     with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):  # nobody listens
         assert run_tick(now=T0 + AFTER + SECOND) > 0
     assert "could not look for lost messages" in caplog.text
+
+
+def test_two_beats_sweeping_at_once_send_a_lost_run_once(broker):
+    from runs.delivery import _claimed, _lost
+
+    run, *_ = published()
+    broker.delete(mark_key(run.pk))
+    first_look = _lost(list(_candidates_now(T0 + AFTER + SECOND)))
+    second_look = _lost(list(_candidates_now(T0 + AFTER + SECOND)))  # the other beat, same data
+
+    cutoff = T0 + SECOND
+    assert len(_claimed(first_look, cutoff=cutoff, now=T0 + AFTER + SECOND)) == 1
+    assert _claimed(second_look, cutoff=cutoff, now=T0 + AFTER + 2 * SECOND) == []
+
+
+def _candidates_now(now):
+    from runs.delivery import _candidates
+
+    return _candidates(cutoff=now - AFTER, now=now, after=None, limit=100)
