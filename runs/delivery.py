@@ -47,6 +47,7 @@ from django.db.models import Q
 from .decisions import Decision, record
 from .locks import get_redis
 from .models import Run, RunStatus
+from .redis_age import data_age_seconds
 
 log = logging.getLogger("takt.delivery")
 
@@ -154,8 +155,9 @@ class Candidate:
 
 def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     """Send again the queued runs whose message is gone (module docstring).
-    Returns how many were sent. An idle system pays one index probe
-    (`run_published_idx`); each batch of candidates costs one DB query,
+    Returns how many were sent. An idle system pays one probe of an empty
+    partial index (SQLite uses `run_published_idx`; PostgreSQL chose
+    `run_active_idx`, as empty); each batch of candidates costs one DB query,
     one Redis round trip for their marks and queue lengths and one for the
     liveness keys of the workers they name, and for the lost ones two
     statements (the compare-and-set that keeps two beats from sending the
@@ -168,8 +170,6 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     if not page:
         return 0
     grace = settings.TAKT_WORKER_ALIVE_TTL_SECONDS + ALIVE_GRACE_MARGIN_S
-    from .redis_age import data_age_seconds
-
     age = data_age_seconds(now=now)
     if age < grace:
         log.info("lost messages: not looked for, Redis's data is only %.1f s old", age)
