@@ -82,8 +82,8 @@ def test_a_lost_run_raises_no_retry_delay_warning_but_a_long_finished_run_does(r
 
 
 def test_the_migration_forgets_the_durations_of_runs_already_lost(redis_client):
-    migration = importlib.import_module("runs.migrations.0010_lost_runs")
-    state = MigrationExecutor(connection).loader.project_state(("runs", "0010_lost_runs"))
+    migration = importlib.import_module("runs.migrations.0011_lost_runs")
+    state = MigrationExecutor(connection).loader.project_state(("runs", "0011_lost_runs"))
     job = make_job()
     fields = {"scheduled_for": NOW, "enqueued_at": NOW, "started_at": NOW, "finished_at": NOW}
     lost = Run.objects.create(job=job, status=RunStatus.LOST, duration_s=208.0, **fields)

@@ -12,7 +12,7 @@ def forget_lost_durations(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("jobs", "0011_job_name_index"),
-        ("runs", "0009_run_list_indexes"),
+        ("runs", "0010_run_published_index"),
     ]
 
     operations = [
