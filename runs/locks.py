@@ -25,10 +25,10 @@ The window that remains: between the loss and the keeper's next renewal
 (at most a third of the TTL) the key is missing, and another run of the job
 may take the lock in that window. The keeper's renewal then finds the other
 token: it sets `lost`, logs it, and the run goes on to its end; the job
-has run twice in parallel for that once. The lost-run check
-(runs/recovery.py) does not mark such a run lost while Redis's data is
-younger than TTL + 1 s (runs/redis_age.py), and afterwards only if no slot
-of its job holds its token. A Redis outage longer than the TTL ends with no
+has run twice in parallel for that once. Once Redis's data is older than
+TTL + 1 s (runs/redis_age.py) the lost-run check (runs/recovery.py) marks
+that run `lost`, since no slot holds its token; its end then loses the
+compare-and-set and is only logged. A Redis outage longer than the TTL ends with no
 re-take: the run is then treated as lost (marked `lost` once the check sees
 its slot empty), as before.
 """
