@@ -21,7 +21,7 @@ from django.db.models import F, Q
 from jobs.policies import TimeoutAction
 
 from .delivery import mark_sent
-from .models import Run, RunStatus, task_id_for
+from .models import Run, RunStatus, RunTrigger, task_id_for
 from .statements import mark_published
 
 log = logging.getLogger("takt.publish")
@@ -108,7 +108,8 @@ def publish_after_commit(run_ids: list[Run | int]) -> None:
 def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     """Publish queued runs that were never marked as sent: runs deferred to
     a `run_at` that has come, and runs whose publisher died after recording
-    them (older than TAKT_REPUBLISH_AFTER_SECONDS). Held runs are not sent
+    them (older than TAKT_REPUBLISH_AFTER_SECONDS), and retries once due
+    (no delay included). Held runs are not sent
     here: first, any job left with held runs and nothing running gets its
     next one sent (runs.overlap.release_stranded). Uses the partial indexes
     `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
@@ -122,7 +123,9 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
         return 0
     release_stranded(now=now)
     stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
-    deferred_due = Q(scheduled_for__gt=F("enqueued_at"))
+    # A retry is published by nobody else: it goes out once due, even with
+    # no delay (a retry at "now" of a lost run, say).
+    deferred_due = Q(scheduled_for__gt=F("enqueued_at")) | Q(trigger=RunTrigger.RETRY)
     ids = list(
         Run.objects.filter(
             status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now, held=False

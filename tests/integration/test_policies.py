@@ -378,3 +378,18 @@ def test_a_capped_catch_up_raises_an_alert(redis_client):
     run_tick(now=T0 + 4 * HOUR)  # 4 missed fire times, 2 may run (plus the on-time one)
     alert = Alert.objects.get(key=f"catchup-capped:job:{job.pk}")
     assert alert.title == "Catch-up of 'capped' capped" and alert.severity == "warning"
+
+
+def test_a_retry_without_delay_is_sent_by_the_next_sweep(redis_client):
+    """A retry due at once (no backoff) goes out with the next tick's sweep,
+    not only after TAKT_REPUBLISH_AFTER_SECONDS like a run whose publisher
+    died."""
+    job = make_job(
+        "flaky-now", target="tests.fail", max_retries=1, retry_backoff_s=0, retry_jitter=0
+    )
+    run = enqueue_job(job, trigger="manual", now=T0)
+    execute(run.pk, worker="w", clock=clock(T0, T0 + SECOND))
+    retry = Run.objects.get(retry_of=run)
+    assert retry.scheduled_for == retry.enqueued_at == T0 + SECOND
+    sweep_unpublished(now=T0 + 2 * SECOND)
+    assert retry.task_id in broker_task_ids(redis_client)
