@@ -235,6 +235,33 @@ def test_a_run_that_ends_while_the_database_is_down_is_recorded_once_when_it_is_
     wait_until(lambda: not client.exists(f"takt:lock:job:{job_id}"), 5, "the lock's release")
     log = assert_quiet(worker)
     assert "database back after" in log
+    # once per process at most: the run's pool child, and the main process
+    # if its heartbeat fell into the outage; not once per attempt
+    assert 1 <= log.count("database unavailable") <= 2, log
+    worker.stop()
+
+
+def test_a_run_delivered_while_the_database_is_down_waits_and_runs_once_when_it_is_back(
+    up, start_process, tmp_path
+):
+    side = tmp_path / "late.txt"
+    key = "outage.late"
+    job = {"key": key, "name": key, "target": "tests.append_line", "params": {"path": str(side)}}
+    up.manage("sync_jobs", TAKT_JOBS_FILE=jobs_file(tmp_path, job))
+    job_id = up.sql(f"SELECT id FROM jobs_job WHERE key = '{key}'")[0][0]
+    up.manage("run_job", job_id)  # published; no worker yet
+    up.cluster.stop()
+    # The claim waits 2 s, then the task sends the run again (and again).
+    worker = start_process("worker", **{**up.env, "TAKT_DB_OUTAGE_MAX_SECONDS": "2"})
+    wait_until(lambda: "sending run" in worker.log(), 20, "the worker to give the run back")
+    assert executions(side) == []
+    up.cluster.start()
+    (run,) = wait_until(
+        lambda: [r for r in up.runs(key) if r["status"] == "succeeded"], 20, "the run"
+    )
+    assert executions(side) == [run["id"]]  # once, whatever the deliveries
+    log = assert_quiet(worker)
+    assert "database back after" in log
     worker.stop()
 
 
