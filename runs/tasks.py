@@ -35,10 +35,16 @@ def execute_run(self: Any, run_id: int) -> None:
 
 
 def claim_wait_s(task: Any) -> float:
-    """How long a claim waits for the database: TAKT_DB_OUTAGE_MAX_SECONDS,
-    at most half the run's time limit (so a run claimed late still has its
-    time to run, and the hard limit never strikes while it waits)."""
-    wait = float(settings.TAKT_DB_OUTAGE_MAX_SECONDS)
+    """How long this delivery's claim waits for the database
+    (`compute_claim_wait_s` of TAKT_DB_OUTAGE_MAX_SECONDS and the message's
+    time limits)."""
     hard, soft = tuple(getattr(task.request, "timelimit", None) or (None, None))[:2]
-    limit = soft or hard
-    return min(wait, float(limit) / 2) if limit else wait
+    return compute_claim_wait_s(settings.TAKT_DB_OUTAGE_MAX_SECONDS, hard_s=hard, soft_s=soft)
+
+
+def compute_claim_wait_s(max_s: float, *, hard_s: float | None, soft_s: float | None) -> float:
+    """`max_s`, at most half the run's time limit (the soft one, else the
+    hard one; None: no limit): a run claimed late still has its time to
+    run, and the hard limit never strikes while the claim waits."""
+    limit = soft_s or hard_s
+    return min(float(max_s), float(limit) / 2) if limit else float(max_s)

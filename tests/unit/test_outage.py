@@ -16,6 +16,7 @@ from runs.outage import (
     is_db_outage,
     retry_through_outage,
 )
+from runs.tasks import compute_claim_wait_s
 
 LOGGER = logging.getLogger("takt.test-outage")
 
@@ -154,3 +155,17 @@ def test_past_its_deadline_the_retry_gives_up_with_outage_too_long():
         )
     # 0.5 + 1 + 2 + 4 = 7.5 s waited; the next wait (5 s) would pass 10 s
     assert clock.slept == [0.5, 1.0, 2.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("hard_s", "soft_s", "expected"),
+    [
+        (None, None, 300.0),  # timeout action `continue`: no limit
+        (330, 300, 150.0),  # the default timeout: half of it
+        (3630, 3600, 300.0),  # a long timeout: the setting
+        (31, 1, 0.5),
+        (40, None, 20.0),  # only a hard limit
+    ],
+)
+def test_a_claim_waits_at_most_half_the_runs_time_limit(hard_s, soft_s, expected):
+    assert compute_claim_wait_s(300, hard_s=hard_s, soft_s=soft_s) == expected
