@@ -16,7 +16,14 @@ from typing import Any
 from celery.beat import Scheduler
 from django.conf import settings
 
-from runs.outage import MAX_BACKOFF_S, OUTAGE, compute_backoff_s, drop_connection, is_db_outage
+from runs.outage import (
+    MAX_BACKOFF_S,
+    OUTAGE,
+    compute_backoff_s,
+    drop_connection,
+    is_db_outage,
+    retry_through_outage,
+)
 
 log = logging.getLogger("takt.beat")
 
@@ -42,7 +49,8 @@ class TaktScheduler(Scheduler):
 
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
-        self.sync_declared_jobs()
+        # A beat (re)started while the database is down waits for it.
+        retry_through_outage(self.sync_declared_jobs, what="beat start")
 
     def sync_declared_jobs(self) -> None:
         """F-75: sync the jobs declared in code once, at start. A bad

@@ -16,6 +16,10 @@
 5. Records the end by compare-and-set, then releases the lock by token, so
    the next run cannot start before this one is recorded as finished.
 
+While the database is down, steps 1 and 5 wait for it (runs/outage.py):
+the claim up to TAKT_DB_OUTAGE_MAX_SECONDS, the end until it is back, with
+the lock renewed meanwhile.
+
 A run cancelled meanwhile (runs/cancel.py) is told to stop and killed
 after a grace period (runs/stopping.py); its end then loses the
 compare-and-set in step 5: it stays `cancelled`, with the output it had,
