@@ -62,6 +62,7 @@ def run_tick(*, now: datetime) -> float:
         wait = seconds_until_next_fire(now=timezone.now())
     sweep_unpublished(now=now)
     _resume_due_jobs(now=now)
+    _resend_lost_messages(now=now)
     return wait
 
 
@@ -80,6 +81,27 @@ def _resume_due_jobs(*, now: datetime) -> None:
     _resumed_at = time.monotonic()
     resume_due_jobs(now=now)
     resume_queue_if_due(now=now)
+
+
+_resent_at = float("-inf")
+
+
+def _resend_lost_messages(*, now: datetime) -> None:
+    """Send again published runs whose message is gone (runs/delivery.py),
+    every TAKT_RESEND_CHECK_SECONDS. A Redis error is logged and the tick
+    goes on (a database error is the tick's own, as for its other steps)."""
+    global _resent_at
+    from redis import RedisError
+
+    from runs.delivery import resend_lost_messages
+
+    if time.monotonic() - _resent_at < settings.TAKT_RESEND_CHECK_SECONDS:
+        return
+    _resent_at = time.monotonic()
+    try:
+        resend_lost_messages(now=now)
+    except RedisError:
+        log.exception("could not look for lost messages")
 
 
 @cache

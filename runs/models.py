@@ -143,6 +143,13 @@ class Run(models.Model):
                 condition=Q(status="queued", published_at__isnull=True),
                 name="run_unpublished_idx",
             ),
+            # The lost-message sweep (runs/delivery.py): queued runs already
+            # sent, oldest message first; empty when every sent run started.
+            models.Index(
+                fields=["published_at", "id"],
+                condition=Q(status="queued", published_at__isnull=False),
+                name="run_published_idx",
+            ),
             # Deleting a run (retention) finds its retries; without it PostgreSQL
             # scans the table once per deleted row for the foreign key.
             models.Index(

@@ -5,7 +5,7 @@ on a private PostgreSQL cluster (tests/pgcluster.py) that the tests stop
 resume by themselves; the fire times missed meanwhile follow their
 missed-run policy; a run that ends during the outage is recorded once when
 the database is back. Executions are counted through a side channel
-outside Takt's tables (an O_APPEND file, tests.append_line)."""
+outside Takt's tables (an O_APPEND file, tests.append)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def every_second(key: str, side: Path, **fields: Any) -> dict[str, Any]:
     return {
         "key": key,
         "name": key,
-        "target": "tests.append_line",
+        "target": "tests.append",
         "params": {"path": str(side)},
         "triggers": [{"kind": "cron", "cron_expression": "* * * * * *"}],
         # the catch-up runs go out together: let them run side by side
@@ -131,7 +131,9 @@ def every_second(key: str, side: Path, **fields: Any) -> dict[str, Any]:
 
 
 def executions(side: Path) -> list[int]:
-    return [int(line) for line in side.read_text().split()] if side.exists() else []
+    """The run ids the side channel saw executed, one line each."""
+    lines = side.read_text().splitlines() if side.exists() else []
+    return [int(line.split()[0]) for line in lines if line.strip()]
 
 
 def assert_quiet(proc: Proc) -> str:
@@ -222,7 +224,7 @@ def test_a_run_that_ends_while_the_database_is_down_is_recorded_once_when_it_is_
     sleeper = {
         "key": key,
         "name": key,
-        "target": "tests.append_line",
+        "target": "tests.append",
         "params": {"path": str(side), "seconds": 3},
     }
     worker = start_process("worker", **up.env)
@@ -263,7 +265,7 @@ def test_a_run_delivered_and_a_beat_started_while_the_database_is_down_wait_for_
 ):
     side = tmp_path / "late.txt"
     key = "outage.late"
-    job = {"key": key, "name": key, "target": "tests.append_line", "params": {"path": str(side)}}
+    job = {"key": key, "name": key, "target": "tests.append", "params": {"path": str(side)}}
     up.manage("sync_jobs", TAKT_JOBS_FILE=jobs_file(tmp_path, job))
     job_id = up.sql(f"SELECT id FROM jobs_job WHERE key = '{key}'")[0][0]
     up.manage("run_job", job_id)  # published; no worker yet
