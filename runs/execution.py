@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from django.utils import timezone
 
 from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import long_run_seconds, notify_events, overlap_rules
+from jobs.services import notify_events, overlap_rules
 
 from .autosave import Autosave
 from .context import JobContext, JobFailed
@@ -58,10 +57,11 @@ from .outage import retry_through_outage
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
 from .services import finish_run, start_run
-from .signals import run_running_long, run_started
+from .signals import run_started
 from .statements import load_run, start_plain_run
 from .stopping import GATE, CancelWatch, save_cancelled_output
 from .transitions import Overlap, StartAction, compute_start_action
+from .watches import LongRunWatch, TimeoutWatch, send_signal
 
 log = logging.getLogger("takt.execution")
 
@@ -115,7 +115,7 @@ def execute(
             return stopped
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
     if "start" in notify_events(run.job):
-        _send(run_started, run)
+        send_signal(run_started, run)
     # The keeper renews the lock from the start until the end is recorded,
     # however long the database takes to come back for that.
     keeper = LockKeeper(lock)
@@ -306,8 +306,8 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
         job_id=job.pk,
         output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
     )
-    watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
-    long_run = _LongRunWatch(run) if "long_run" in notify_events(run.job) else None
+    watch = TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
+    long_run = LongRunWatch(run) if "long_run" in notify_events(run.job) else None
     autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)
     ctx.on_change = autosave.changed
 
@@ -361,56 +361,3 @@ def _type_names(exc: BaseException) -> tuple[str, ...]:
         for cls in type(exc).__mro__
         if cls not in (BaseException, object)
     )
-
-
-def _send(signal: Any, run: Run, **kwargs: Any) -> None:
-    try:
-        signal.send(sender=Run, run=run, **kwargs)
-    except Exception:
-        log.exception("a receiver of %s failed for run %s", signal, run.pk)
-
-
-class _LongRunWatch:
-    """F-62/F-63: tell once when a run passes its job's long_run_s."""
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.started = time.monotonic()
-        self.told = False
-        self.limit = long_run_seconds(run.job)
-
-    def check(self) -> None:
-        elapsed = time.monotonic() - self.started
-        if self.told or not self.limit or elapsed < self.limit:
-            return
-        self.told = True
-        _send(run_running_long, self.run, seconds=elapsed)
-
-
-class _TimeoutWatch:
-    """Timeout action `continue` (F-26): no time limit stops the run; once it
-    passes the job's timeout, a warning goes into its output and message,
-    and the job stays locked (the keeper renews the lock) until it ends."""
-
-    def __init__(self, run: Run, ctx: JobContext) -> None:
-        self.run, self.ctx = run, ctx
-        self.started = time.monotonic()
-        self.warned = False
-        self.warning = ""
-
-    def check(self) -> None:
-        limit = self.run.job.timeout_s
-        if self.warned or time.monotonic() - self.started < limit:
-            return
-        self.warned = True
-        self.warning = (
-            f"ran past its timeout of {limit} s; kept running (timeout action 'continue'),"
-            " the job stays locked until it ends"
-        )
-        self.ctx.log(f"warning: {self.warning}")
-        log.warning(
-            "run %s %s",
-            self.run.pk,
-            self.warning,
-            extra={"job_id": self.run.job_id, "run_id": self.run.pk},
-        )
