@@ -19,6 +19,8 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
+from runs.outage import OUTAGE, drop_connection, is_db_outage
+
 from .models import Heartbeat
 from .status import HeartbeatState
 
@@ -67,8 +69,18 @@ class BeatReporter:
 
             report_process(self.name, now=now, detail=self.detail)
             check_overdue(now=now)
-        except Exception:
-            log.exception("the beat's heartbeat or overdue check failed")
+        except Exception as exc:
+            _report_failed(exc, "the beat's heartbeat or overdue check failed")
+
+
+def _report_failed(exc: Exception, message: str) -> None:
+    """A database outage is logged once per process (runs.outage), and the
+    broken connection dropped; anything else with its traceback."""
+    if is_db_outage(exc):
+        OUTAGE.failed(exc, what="heartbeat")
+        drop_connection()
+    else:
+        log.exception(message)
 
 
 BEAT_PREFIX = "beat@"
@@ -135,8 +147,9 @@ def start_worker_reporter(name: str, concurrency: int = 0) -> threading.Thread:
             try:
                 close_old_connections()
                 report_process(name, now=timezone.now(), detail=concurrency_detail(concurrency))
-            except Exception:
-                log.exception("the worker's heartbeat could not be written")
+                OUTAGE.recovered()
+            except Exception as exc:
+                _report_failed(exc, "the worker's heartbeat could not be written")
             time.sleep(REPORT_EVERY_S)
 
     thread = threading.Thread(target=loop, name="takt-worker-heartbeat", daemon=True)

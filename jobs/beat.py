@@ -16,6 +16,15 @@ from typing import Any
 from celery.beat import Scheduler
 from django.conf import settings
 
+from runs.outage import (
+    MAX_BACKOFF_S,
+    OUTAGE,
+    compute_backoff_s,
+    drop_connection,
+    is_db_outage,
+    retry_through_outage,
+)
+
 log = logging.getLogger("takt.beat")
 
 MIN_SLEEP_S = 0.02
@@ -40,7 +49,8 @@ class TaktScheduler(Scheduler):
 
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
-        self.sync_declared_jobs()
+        # A beat (re)started while the database is down waits for it.
+        retry_through_outage(self.sync_declared_jobs, what="beat start")
 
     def sync_declared_jobs(self) -> None:
         """F-75: sync the jobs declared in code once, at start. A bad
@@ -75,7 +85,6 @@ class TaktScheduler(Scheduler):
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         """One pass; returns the seconds to sleep before the next one."""
-        from django.db import connection
         from django.utils import timezone
 
         from scheduler_project.connections import ConnectionReuse
@@ -87,15 +96,32 @@ class TaktScheduler(Scheduler):
             # A connection used a poll ago is used as it is: an idle tick
             # saves the health check's round trip.
             self._connection = ConnectionReuse(fresh_s=poll + 1)
-        with self._connection.use():
-            try:
+        try:
+            with self._connection.use():
                 now = timezone.now()
                 wait = run_tick(now=now)
                 self._reporter().maybe_report(now=now)
-                return max(MIN_SLEEP_S, min(poll, wait))
-            except Exception:
-                # A database or broker outage must not kill the beat: log, drop
-                # the connection, and try again after one poll.
-                log.exception("beat tick failed; retrying in %.1f s", poll)
-                connection.close()
-                return poll
+        except Exception as exc:
+            return self._failed(exc, poll=poll)
+        self._outage_attempts = 0
+        OUTAGE.recovered()
+        return max(MIN_SLEEP_S, min(poll, wait))
+
+    _outage_attempts = 0
+
+    def _failed(self, exc: Exception, *, poll: float) -> float:
+        """A database or broker outage must not kill the beat. A database
+        outage logs once (runs.outage) and is retried with backoff (poll,
+        2× poll, … at most MAX_BACKOFF_S); the broken connection is dropped
+        so the next try connects again. The fire times that pass meanwhile
+        stay due: the first tick after the outage claims them by their
+        missed-run policy. Any other error logs its traceback and is
+        retried after one poll."""
+        drop_connection()
+        if not is_db_outage(exc):
+            log.exception("beat tick failed; retrying in %.1f s", poll)
+            return poll
+        OUTAGE.failed(exc, what="beat")
+        wait = compute_backoff_s(self._outage_attempts, first_s=poll, cap_s=MAX_BACKOFF_S)
+        self._outage_attempts += 1
+        return wait

@@ -15,6 +15,10 @@ long transaction) never holds up the renewal of the job's lock.
 Writes go only to a run that is still `running`, so a run that ended (or
 was cancelled) is never overwritten. `close()` stops the saving and writes
 the final progress if it changed since the last write.
+
+While the database is down a save waits for the next change or renewal;
+the outage is logged once per process (runs.outage), and `close()` then
+keeps the progress last saved rather than fail the run's end.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from .context import JobContext
 from .models import Run, RunStatus
+from .outage import OUTAGE, drop_connection, is_db_outage
 
 log = logging.getLogger("takt.execution")
 
@@ -78,9 +83,17 @@ class Autosave:
         with self._io:
             self._closed = True
             progress = self.ctx.snapshot()[2]
-            if progress != self._saved_progress:
+            if progress == self._saved_progress:
+                return
+            try:
                 _save(self.run_id, progress=progress)
-                self._saved_progress = progress
+            except Exception as exc:
+                if not is_db_outage(exc):
+                    raise
+                OUTAGE.failed(exc, what=f"saving the progress of run {self.run_id}")
+                drop_connection()
+                return
+            self._saved_progress = progress
 
 
 class _Saver(threading.Thread):
@@ -111,7 +124,7 @@ class _Saver(threading.Thread):
             self._wake.notify()
 
     def run(self) -> None:
-        from django.db import OperationalError, close_old_connections, connection
+        from django.db import close_old_connections, connection
 
         connected = False
         while True:
@@ -130,17 +143,19 @@ class _Saver(threading.Thread):
                 connection.close()
                 connected = False
                 continue
-            close_old_connections()
             connected = True
             for item in ready:
                 try:
-                    item.flush()
-                except OperationalError as exc:  # e.g. SQLite busy: the next change tries again
-                    log.warning("saving the output of run %s must wait: %s", item.run_id, exc,
-                                extra={"run_id": item.run_id})  # fmt: skip
-                except Exception:
-                    log.exception("saving the output of run %s failed", item.run_id,
-                                  extra={"run_id": item.run_id})  # fmt: skip
+                    close_old_connections()
+                    if item.flush():
+                        OUTAGE.recovered()
+                except Exception as exc:
+                    if is_db_outage(exc):  # down, or SQLite busy: the next change tries again
+                        OUTAGE.failed(exc, what=f"saving the output of run {item.run_id}")
+                        drop_connection()
+                    else:
+                        log.exception("saving the output of run %s failed", item.run_id,
+                                      extra={"run_id": item.run_id})  # fmt: skip
 
 
 _SAVER: _Saver | None = None

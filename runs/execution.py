@@ -16,6 +16,10 @@
 5. Records the end by compare-and-set, then releases the lock by token, so
    the next run cannot start before this one is recorded as finished.
 
+While the database is down, steps 1 and 5 wait for it (runs/outage.py):
+the claim up to TAKT_DB_OUTAGE_MAX_SECONDS, the end until it is back, with
+the lock renewed meanwhile.
+
 A run cancelled meanwhile (runs/cancel.py) is told to stop and killed
 after a grace period (runs/stopping.py); its end then loses the
 compare-and-set in step 5: it stays `cancelled`, with the output it had,
@@ -27,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +44,7 @@ from django.utils import timezone
 
 from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import long_run_seconds, notify_events, overlap_rules
+from jobs.services import notify_events, overlap_rules
 
 from .autosave import Autosave
 from .context import JobContext, JobFailed
@@ -50,13 +53,15 @@ from .dispatch import MAINTENANCE_REFUSAL
 from .locks import CANCELLED_RUN, MAINTENANCE, PAUSED, JobLock, LockKeeper, acquire_slot
 from .metrics import count_lock_wait, release_and_count
 from .models import Run, RunStatus, RunTrigger
+from .outage import retry_through_outage
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
 from .retries import plan_retry
 from .services import finish_run, start_run
-from .signals import run_running_long, run_started
+from .signals import run_started
 from .statements import load_run, start_plain_run
 from .stopping import GATE, CancelWatch, save_cancelled_output
 from .transitions import Overlap, StartAction, compute_start_action
+from .watches import LongRunWatch, TimeoutWatch, send_signal
 
 log = logging.getLogger("takt.execution")
 
@@ -74,12 +79,27 @@ def _jsonable(value: Any) -> Any:
 
 
 def execute(
-    run_id: int, *, worker: str, clock: Callable[[], datetime] = timezone.now
+    run_id: int,
+    *,
+    worker: str,
+    clock: Callable[[], datetime] = timezone.now,
+    claim_wait_s: float | None = None,
 ) -> str | None:
     """Run `run_id` if it is still queued (see the module docstring).
-    Returns the final status, or None when this delivery did nothing."""
+    Returns the final status, or None when this delivery did nothing.
+
+    While the database is down (runs.outage) the claim is retried with
+    backoff for up to `claim_wait_s` (default TAKT_DB_OUTAGE_MAX_SECONDS),
+    then OutageTooLong is raised with nothing done (the task sends the run
+    again); the end of a run is retried until the database is back, with
+    the job's lock renewed meanwhile."""
     started_at = clock()
-    run = _claim(run_id, worker=worker, now=started_at)
+    wait_s = settings.TAKT_DB_OUTAGE_MAX_SECONDS if claim_wait_s is None else claim_wait_s
+    run = retry_through_outage(
+        lambda: _claim(run_id, worker=worker, now=started_at),
+        what=f"claiming run {run_id}",
+        deadline_s=wait_s,
+    )
     if run is None:
         return None
     rules = overlap_rules(run.job)
@@ -95,32 +115,44 @@ def execute(
             return stopped
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
     if "start" in notify_events(run.job):
-        _send(run_started, run)
+        send_signal(run_started, run)
+    # The keeper renews the lock from the start until the end is recorded,
+    # however long the database takes to come back for that.
+    keeper = LockKeeper(lock)
     try:
-        outcome = _call_target(run, lock)
+        outcome = _call_target(run, lock, keeper)
         counted = outcome.status
         ended_at = clock()
-        recorded = finish_run(
-            run,
-            status=outcome.status,
-            now=ended_at,
-            message=outcome.message,
-            output=outcome.output,
-            result=outcome.result,
-            result_code={RunStatus.SUCCEEDED: RESULT_OK, RunStatus.TIMED_OUT: RESULT_TIMED_OUT}.get(
-                outcome.status, RESULT_FAILED
-            ),
-            retry=plan_retry(
-                run, status=outcome.status, now=ended_at, error_types=outcome.error_types
-            ),
+        recorded = retry_through_outage(
+            lambda: _record_end(run, outcome, ended_at),
+            what=f"recording the end of run {run.pk}",
         )
         if not recorded:
-            counted = _ended_elsewhere(run, outcome)
+            counted = _ended_elsewhere(run, outcome, ended_at)
     finally:
+        keeper.stop()
         _count_end(run, lock, counted)
     if rules.policy in BUFFERING:
-        release_next_held(run.job_id)
+        retry_through_outage(
+            lambda: release_next_held(run.job_id), what="sending a held run", deadline_s=wait_s
+        )
     return counted
+
+
+def _record_end(run: Run, outcome: Outcome, ended_at: datetime) -> bool:
+    """Step 5's first half: the end by compare-and-set, with its retry."""
+    return finish_run(
+        run,
+        status=outcome.status,
+        now=ended_at,
+        message=outcome.message,
+        output=outcome.output,
+        result=outcome.result,
+        result_code={RunStatus.SUCCEEDED: RESULT_OK, RunStatus.TIMED_OUT: RESULT_TIMED_OUT}.get(
+            outcome.status, RESULT_FAILED
+        ),
+        retry=plan_retry(run, status=outcome.status, now=ended_at, error_types=outcome.error_types),
+    )
 
 
 def _count_end(run: Run, lock: JobLock, status: str, note: str = "") -> None:
@@ -132,11 +164,16 @@ def _count_end(run: Run, lock: JobLock, status: str, note: str = "") -> None:
     release_and_count(lock, status=status, lag_s=lag, decision=end)
 
 
-def _ended_elsewhere(run: Run, outcome: Outcome) -> str:
+def _ended_elsewhere(run: Run, outcome: Outcome, ended_at: datetime) -> str:
     """The end lost its compare-and-set: the run was cancelled while it ran
-    (or maintenance marked it lost or expired). A cancelled run keeps the
-    output its job wrote until it stopped. Returns the status it has."""
+    (or maintenance marked it lost or expired), or this very end committed
+    just before the connection broke and its retry found it recorded. A
+    cancelled run keeps the output its job wrote until it stopped. Returns
+    the status it has."""
     extra = {"job_id": run.job_id, "run_id": run.pk}
+    if Run.objects.filter(pk=run.pk, status=outcome.status, finished_at=ended_at).exists():
+        log.info("run %s: its end was recorded before the connection broke", run.pk, extra=extra)
+        return outcome.status
     if save_cancelled_output(run.pk, outcome.output):
         log.info(
             "run %s was cancelled while it ran: its end (%s) is not recorded",
@@ -158,6 +195,8 @@ def _claim(run_id: int, *, worker: str, now: datetime) -> Run | None:
     if run is not None:
         return run
     run = load_run(run_id)
+    if run is not None and run.status == RunStatus.RUNNING and run.started_at == now:
+        return run  # our own claim, committed just before the connection broke (runs.outage)
     if run is None:
         log.warning(
             "run %s does not exist (deleted before it started)", run_id, extra={"run_id": run_id}
@@ -252,7 +291,11 @@ class Outcome:
     error_types: tuple[str, ...] = ()
 
 
-def _call_target(run: Run, lock: Any) -> Outcome:
+def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
+    """Steps 3 and 4: the target's call, with `keeper` renewing the lock and
+    driving the watches and the autosave meanwhile. When it returns the
+    keeper only renews the lock (the caller stops it once the end is
+    recorded)."""
     job = run.job
     ctx = JobContext(
         name=job.name,
@@ -263,8 +306,8 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         job_id=job.pk,
         output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
     )
-    watch = _TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
-    long_run = _LongRunWatch(run) if "long_run" in notify_events(run.job) else None
+    watch = TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
+    long_run = LongRunWatch(run) if "long_run" in notify_events(run.job) else None
     autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)
     ctx.on_change = autosave.changed
 
@@ -279,7 +322,7 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         _count_end(run, lock, RunStatus.CANCELLED, "; killed: it ignored the stop")
 
     on_cancel = CancelWatch(run.pk, job.pk, output=ctx.output, on_kill=killed)
-    keeper = LockKeeper(lock, on_tick=tick, on_cancel=on_cancel)
+    keeper.on_tick, keeper.on_cancel = tick, on_cancel
     keeper.start()
     outcome = Outcome(RunStatus.SUCCEEDED)
     try:
@@ -299,12 +342,16 @@ def _call_target(run: Run, lock: Any) -> Outcome:
         )
         ctx.log(traceback.format_exc().rstrip())
     finally:
-        keeper.stop()
+        keeper.on_tick, keeper.on_cancel = _nothing, _nothing  # never None: no race with a tick
         autosave.close()  # the final progress; the output goes with finish_run
     if watch is not None and watch.warned:
         outcome.message = "; ".join(m for m in (watch.warning, outcome.message) if m)
     outcome.output = ctx.output()
     return outcome
+
+
+def _nothing() -> None:
+    return None
 
 
 def _type_names(exc: BaseException) -> tuple[str, ...]:
@@ -314,56 +361,3 @@ def _type_names(exc: BaseException) -> tuple[str, ...]:
         for cls in type(exc).__mro__
         if cls not in (BaseException, object)
     )
-
-
-def _send(signal: Any, run: Run, **kwargs: Any) -> None:
-    try:
-        signal.send(sender=Run, run=run, **kwargs)
-    except Exception:
-        log.exception("a receiver of %s failed for run %s", signal, run.pk)
-
-
-class _LongRunWatch:
-    """F-62/F-63: tell once when a run passes its job's long_run_s."""
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.started = time.monotonic()
-        self.told = False
-        self.limit = long_run_seconds(run.job)
-
-    def check(self) -> None:
-        elapsed = time.monotonic() - self.started
-        if self.told or not self.limit or elapsed < self.limit:
-            return
-        self.told = True
-        _send(run_running_long, self.run, seconds=elapsed)
-
-
-class _TimeoutWatch:
-    """Timeout action `continue` (F-26): no time limit stops the run; once it
-    passes the job's timeout, a warning goes into its output and message,
-    and the job stays locked (the keeper renews the lock) until it ends."""
-
-    def __init__(self, run: Run, ctx: JobContext) -> None:
-        self.run, self.ctx = run, ctx
-        self.started = time.monotonic()
-        self.warned = False
-        self.warning = ""
-
-    def check(self) -> None:
-        limit = self.run.job.timeout_s
-        if self.warned or time.monotonic() - self.started < limit:
-            return
-        self.warned = True
-        self.warning = (
-            f"ran past its timeout of {limit} s; kept running (timeout action 'continue'),"
-            " the job stays locked until it ends"
-        )
-        self.ctx.log(f"warning: {self.warning}")
-        log.warning(
-            "run %s %s",
-            self.run.pk,
-            self.warning,
-            extra={"job_id": self.run.job_id, "run_id": self.run.pk},
-        )

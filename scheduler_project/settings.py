@@ -48,6 +48,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "scheduler_project.middleware.DatabaseUnavailableMiddleware",  # a 503 while the database is down
     "jobs.api.auth.CsrfHeaderAliasMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -93,6 +94,11 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     _db["TEST"] = {"NAME": str(VAR_DIR / "test_takt.sqlite3")}
 _db["CONN_HEALTH_CHECKS"] = True
+if _db["ENGINE"] == "django.db.backends.postgresql":
+    # A stopped server refuses at once; an unreachable one (a network
+    # partition) would hold each connection attempt for minutes instead of
+    # letting the beat and the workers retry (runs/outage.py).
+    _db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 10)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -168,6 +174,9 @@ TAKT_WORKER_ALIVE_TTL_SECONDS = env_int(
 # A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
 # the job); one still running this many seconds later is killed (SIGKILL).
 TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, maximum=3600)
+# While the database is down, a worker retries a run's claim this long (with
+# backoff, at most half the run's time limit) before it sends the run again.
+TAKT_DB_OUTAGE_MAX_SECONDS = env_int("TAKT_DB_OUTAGE_MAX_SECONDS", 300, minimum=1, maximum=86400)
 TAKT_OUTPUT_LIMIT_BYTES = env_int(
     "TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024
 )
