@@ -12,20 +12,15 @@ indexed lookup or an LLEN).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
-import redis
 from django.conf import settings
 from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from .decisions import Decision, decision_fields, decision_key, log_size
-from .redis_client import retry_connection_errors
-
-log = logging.getLogger("takt.metrics")
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
@@ -60,28 +55,12 @@ def lag_bucket(lag_s: float) -> str:
 
 def release_and_count(lock: Any, *, status: str, lag_s: float | None, decision: Decision) -> bool:
     """Release `lock` (by token), count the run's end and add its `end`
-    entry to the decision log (F-65), in one round trip.
-
-    The run's end is already in the database, so a Redis failover or
-    restart at this moment must not turn it into an error: a connection
-    error or timeout is tried again for about 5 s (the release is by token,
-    so a second try is harmless; a try whose reply was lost may count the
-    end twice). If Redis stays unreachable it is logged and False is
-    returned; the lock then lapses after its TTL."""
+    entry to the decision log (F-65), in one round trip."""
     bucket = "" if lag_s is None else lag_bucket(max(lag_s, 0.0))
     keys = (lock.key, _key("runs"), _key("lag"), decision_key())
     args = (lock.token, status, bucket, f"{max(lag_s or 0.0, 0.0):.6f}", str(log_size()))
     flat = [part for pair in decision_fields(decision).items() for part in pair]
-    what = f"releasing lock {lock.key} at the end of run {decision.run_id}"
-    try:
-        released = retry_connection_errors(
-            lambda: lock.client.eval(RELEASE_AND_COUNT, 4, *keys, *args, *flat), what=what
-        )
-    except (redis.ConnectionError, redis.TimeoutError):
-        extra = {"job_id": decision.job_id, "run_id": decision.run_id}
-        log.exception("%s failed: the lock lapses after its TTL", what, extra=extra)
-        return False
-    return bool(released)
+    return bool(lock.client.eval(RELEASE_AND_COUNT, 4, *keys, *args, *flat))
 
 
 def count_lock_wait(outcome: str) -> None:

@@ -114,3 +114,19 @@ def retry_connection_errors(
             )
             time.sleep(pause_s)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def write_through_failover(
+    call: Callable[[], T], *, what: str, extra: dict[str, object] | None = None
+) -> T | None:
+    """`call()` with `retry_connection_errors` (about 5 s); if Redis is
+    still unreachable, the error is logged with `extra` and None returned.
+    For a run's last write to Redis (its lock's release, its count), whose
+    end is already in the database: a failover must not turn it into an
+    error. The release is by token, so a second try is harmless; a try
+    whose reply was lost may count the end twice."""
+    try:
+        return retry_connection_errors(call, what=what)
+    except (redis.ConnectionError, redis.TimeoutError):
+        log.exception("%s failed: the lock lapses after its TTL", what, extra=extra)
+        return None

@@ -27,7 +27,7 @@ from runs.connectivity import require_redis
 from runs.decisions import Decision
 from runs.locks import get_redis, job_lock
 from runs.metrics import release_and_count
-from runs.redis_client import retry_connection_errors
+from runs.redis_client import retry_connection_errors, write_through_failover
 from scheduler_project.redisconfig import sentinel_config
 from tests.processes import ROOT, free_port
 from tests.sentinelcluster import MASTER_NAME, SentinelCluster
@@ -145,9 +145,12 @@ def test_a_lock_and_a_runs_end_follow_the_master_through_a_failover(cluster, cap
         on(old).execute_command("WAIT", 1, 2000)  # the replica has the lock
         cluster.kill_master()
         started = time.monotonic()
-        # The run's end comes in while the sentinels are still agreeing.
-        released = release_and_count(
-            lock, status="succeeded", lag_s=0.2, decision=Decision("end", 41, 7, detail="done")
+        # The run's end comes in while the sentinels are still agreeing
+        # (as runs/execution.py records it).
+        end = Decision("end", 41, 7, detail="done")
+        released = write_through_failover(
+            lambda: release_and_count(lock, status="succeeded", lag_s=0.2, decision=end),
+            what="releasing",
         )
         took = time.monotonic() - started
         new = cluster.wait_for_failover(old)
@@ -205,3 +208,18 @@ def test_a_write_gives_up_after_its_attempts_with_the_last_error():
     with pytest.raises(redis.ConnectionError):
         retry_connection_errors(client.ping, what="ping", attempts=3, pause_s=0.2)
     assert 0.4 <= time.monotonic() - started < 3
+
+
+def test_a_runs_last_write_that_cannot_reach_redis_is_logged_not_raised(caplog):
+    client = redis.Redis(port=free_port(), socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
+    started = time.monotonic()
+    done = write_through_failover(
+        client.ping, what="releasing lock L at the end of run 9", extra={"run_id": 9}
+    )
+    assert done is None
+    assert 3.5 <= time.monotonic() - started < 10  # 5 tries, 1 s apart
+    (failure,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert failure.getMessage() == (
+        "releasing lock L at the end of run 9 failed: the lock lapses after its TTL"
+    )
+    assert failure.run_id == 9
