@@ -7,8 +7,12 @@ master the sentinels name: its connection pool asks them for the master's
 address before each new connection, and drops its connections when that
 address changes or a server answers READONLY (a demoted master). So after
 a failover the next command that fails on a dead connection reconnects to
-the new master; redis-py's own retry (up to 10 tries, backing off from
-10 ms to 1 s) covers the seconds the sentinels need to agree.
+the new master; a retry of each command (up to 10 tries, backing off up
+to 2 s, each try given up after 3 s on a silent master) covers the seconds
+the sentinels need to agree. A retried command may have run once already
+on the old master (its reply lost): a count or a decision-log entry may
+then be doubled, and a lock that the first try took answers "held" to the
+second (the run ends skipped; the lock lapses after its TTL).
 
 One client (one pool) per process and configuration; a forked pool child
 opens its own connections (redis-py checks the pid).
@@ -24,16 +28,20 @@ from typing import TypeVar
 
 import redis
 from django.conf import settings
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from scheduler_project.redisconfig import SentinelConfig
+from scheduler_project.redisconfig import BROKER_SOCKET_TIMEOUT_S, SentinelConfig
 
 log = logging.getLogger("takt.redis")
 
 SOCKET_TIMEOUT_S = 5
-SENTINEL_TIMEOUT_S = 1
+SENTINEL_TIMEOUT_S = 1  # a sentinel's answer
+# A command on the Sentinel master: a master that hangs or is cut off (its
+# connections silent) is given up after this long and the command retried.
+SENTINEL_SOCKET_TIMEOUT_S = BROKER_SOCKET_TIMEOUT_S
+MASTER_RETRIES = 10
 HEALTH_CHECK_INTERVAL_S = 30
 
 T = TypeVar("T")
@@ -61,13 +69,18 @@ def _sentinel_client(config: SentinelConfig) -> redis.Redis:
     if config.sentinel_password:
         sentinel_kwargs["password"] = config.sentinel_password
     sentinel = Sentinel(list(config.sentinels), sentinel_kwargs=sentinel_kwargs)
+    # The master's connections get no retry from master_for (redis-py's
+    # default is none there): a command that meets a dead or silent master
+    # is tried again on a new connection, which asks the sentinels for the
+    # master first, for about as long as a failover takes (~10 s).
     return sentinel.master_for(
         config.master,
         password=config.password or None,
         db=config.db,
-        socket_timeout=SOCKET_TIMEOUT_S,
-        socket_connect_timeout=SOCKET_TIMEOUT_S,
+        socket_timeout=SENTINEL_SOCKET_TIMEOUT_S,
+        socket_connect_timeout=SENTINEL_SOCKET_TIMEOUT_S,
         health_check_interval=HEALTH_CHECK_INTERVAL_S,
+        retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), MASTER_RETRIES),
     )
 
 

@@ -19,6 +19,8 @@ from django.core.exceptions import ImproperlyConfigured
 # A host name, an IPv4 address, or an IPv6 address in brackets.
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$")
 _MASTER = re.compile(r"^[A-Za-z0-9._-]+$")
+BROKER_SOCKET_TIMEOUT_S = 3
+BROKER_HEALTH_CHECK_S = 2
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,18 @@ class SentinelConfig:
 
     def transport_options(self) -> dict[str, object]:
         """The broker transport options the sentinel transport needs on top
-        of Takt's own (visibility timeout, priorities)."""
-        options: dict[str, object] = {"master_name": self.master}
+        of Takt's own (visibility timeout, priorities): the master's name,
+        and timeouts, so that a master that hangs or is cut off without
+        closing its connections (kombu waits forever by default) is left
+        for the new one: a publish or a command gives up after
+        BROKER_SOCKET_TIMEOUT_S, and a consumer whose BRPOP got no reply
+        reconnects after about 1 + 2 × BROKER_HEALTH_CHECK_S seconds."""
+        options: dict[str, object] = {
+            "master_name": self.master,
+            "socket_timeout": BROKER_SOCKET_TIMEOUT_S,
+            "socket_connect_timeout": BROKER_SOCKET_TIMEOUT_S,
+            "health_check_interval": BROKER_HEALTH_CHECK_S,
+        }
         if self.sentinel_password:
             options["sentinel_kwargs"] = {"password": self.sentinel_password}
         return options

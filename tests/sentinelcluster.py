@@ -131,13 +131,16 @@ class SentinelCluster:
                 continue
         return None
 
-    def kill_master(self) -> None:
-        """SIGKILL the current master (no shutdown, nothing saved)."""
+    def kill_master(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """SIGKILL the current master (no shutdown, nothing saved); with
+        SIGSTOP it hangs instead, its connections open and silent, like a
+        master cut off by the network."""
         address = self.master_address()
         name = "master" if address and address[1] == self.master_port else "replica"
         proc = self.procs[name]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.popen.wait(timeout=10)
+        os.kill(proc.pid, sig)
+        if sig == signal.SIGKILL:
+            proc.popen.wait(timeout=10)
 
     def wait_for_failover(self, old: tuple[str, int], timeout: float = 20) -> tuple[str, int]:
         """Until every sentinel names a master other than `old`, and that
@@ -161,6 +164,8 @@ class SentinelCluster:
 
     def stop(self) -> None:
         for proc in self.procs.values():
+            if proc.popen.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)  # a stopped master cannot take SIGTERM
             proc.stop()
 
     def logs(self) -> str:

@@ -8,6 +8,7 @@ tables and Redis, records every execution), and every run ends."""
 from __future__ import annotations
 
 import importlib.util
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,7 +29,10 @@ from .conftest import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 JOBS = 3
-RESUME_WITHIN_S = 15  # from the kill: runs succeed again on the new master
+# After the promotion: runs succeed again on the new master. A killed master
+# closes its connections; a cut-off one (SIGSTOP) leaves them open and silent
+# until the socket timeouts and kombu's BRPOP health check give up on them.
+RESUME_WITHIN_S = {signal.SIGKILL: 15, signal.SIGSTOP: 30}
 DRAIN_WITHIN_S = 45  # after the beat stops: no run left queued or running
 OPEN = (RunStatus.QUEUED, RunStatus.RUNNING)
 # The re-send of published runs whose message is gone (issue 12, branch `resend`).
@@ -58,7 +62,24 @@ def ended_counts(address: tuple[str, int]) -> int:
     return sum(int(n) for n in counts.values())
 
 
-def test_a_master_failover_doubles_no_run_and_the_runs_go_on(cluster, start_process, tmp_path):
+CUT_OFF_GAP = (
+    "a master that hangs with its connections open (SIGSTOP, as when cut off by the network):"
+    " the sentinels promote the replica, but a worker whose BRPOP connection kombu 5.7 drops"
+    " as stale was seen idle without consuming again, and a beat stuck in a publish; the"
+    " socket timeouts (3 s) and the BRPOP health check (2 s) with Sentinel shorten, not close, it"
+)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param(signal.SIGKILL, id="killed"),
+        pytest.param(
+            signal.SIGSTOP, id="cut-off", marks=pytest.mark.xfail(strict=False, reason=CUT_OFF_GAP)
+        ),
+    ],
+)
+def test_a_master_failover_doubles_no_run_and_the_runs_go_on(cluster, start_process, tmp_path, how):
     side_channel = tmp_path / "executions.log"
     env = {
         "REDIS_SENTINELS": cluster.sentinels_setting,
@@ -91,14 +112,14 @@ def test_a_master_failover_doubles_no_run_and_the_runs_go_on(cluster, start_proc
     old = cluster.master_address()
     assert old is not None
 
-    cluster.kill_master()
+    cluster.kill_master(how)
     killed, killed_at = time.monotonic(), timezone.now()
     new = cluster.wait_for_failover(old)
     promoted_s = time.monotonic() - killed
     ended_at_promotion = ended_counts(new)
     wait_until(
         lambda: each_job_succeeded(since=killed_at, times=2),
-        RESUME_WITHIN_S,
+        RESUME_WITHIN_S[how],
         "each job to run twice more on the new master",
     )
     resumed_s = time.monotonic() - killed
@@ -122,7 +143,7 @@ def test_a_master_failover_doubles_no_run_and_the_runs_go_on(cluster, start_proc
     succeeded = set(Run.objects.filter(status=RunStatus.SUCCEEDED).values_list("pk", flat=True))
     assert succeeded <= set(executed)  # nothing recorded as run that did not run
     print(  # the figures of the run, for the report (pytest -s)
-        f"\npromoted after {promoted_s:.1f} s, runs resumed {resumed_s:.1f} s after the kill;"
+        f"\n{how.name}: promoted after {promoted_s:.1f} s, runs resumed {resumed_s:.1f} s after;"
         f" {len(executed)} executions, {len(succeeded)} runs succeeded"
     )
 

@@ -98,6 +98,8 @@ def test_with_sentinels_celery_uses_the_sentinel_transport_and_keeps_takts_optio
     assert options["master_name"] == "takt"
     assert options["sentinel_kwargs"] == {"password": "sentinel-pw"}
     assert options["visibility_timeout"] == 600
+    # A master that hangs with its connections open is given up on.
+    assert (options["socket_timeout"], options["health_check_interval"]) == (3, 2)
     assert options["priority_steps"] == list(range(10))
 
 

@@ -87,10 +87,17 @@ def test_the_broker_url_carries_the_masters_password_quoted_and_the_database():
     assert url == "sentinel://:p%40ss%3Aw%2Frd@s1:1/3;sentinel://:p%40ss%3Aw%2Frd@[::1]:2/3"
 
 
+TIMEOUTS = {"socket_timeout": 3, "socket_connect_timeout": 3, "health_check_interval": 2}
+
+
 def test_the_transport_options_name_the_master_and_the_sentinels_password():
-    assert config(master="takt").transport_options() == {"master_name": "takt"}
+    assert config(master="takt").transport_options() == {"master_name": "takt", **TIMEOUTS}
     with_password = config(master="takt", sentinel_password="s3cret").transport_options()
-    assert with_password == {"master_name": "takt", "sentinel_kwargs": {"password": "s3cret"}}
+    assert with_password == {
+        "master_name": "takt",
+        **TIMEOUTS,
+        "sentinel_kwargs": {"password": "s3cret"},
+    }
 
 
 def test_the_description_for_messages_names_master_and_sentinels_but_no_password():
