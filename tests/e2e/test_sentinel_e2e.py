@@ -65,7 +65,7 @@ def ended_counts(address: tuple[str, int]) -> int:
 CUT_OFF_GAP = (
     "a master that hangs with its connections open (SIGSTOP, as when cut off by the network):"
     " the sentinels promote the replica, but a worker whose BRPOP connection kombu 5.7 drops"
-    " as stale was seen idle without consuming again, and a beat stuck in a publish; the"
+    " as stale was seen idle without consuming again, and a beat dispatching nothing; the"
     " socket timeouts (3 s) and the BRPOP health check (2 s) with Sentinel shorten, not close, it"
 )
 

@@ -133,6 +133,9 @@ def test_get_redis_talks_to_the_master_the_sentinels_name(cluster, redis_client)
         client.set("takt-test:where", "sentinel")
         pool = client.connection_pool
     assert pool.service_name == MASTER_NAME and pool.is_master
+    # A command on a dead or silent master is retried on a new connection.
+    assert pool.connection_kwargs["retry"].get_retries() == 10
+    assert pool.connection_kwargs["socket_timeout"] == 3
     assert on(cluster.master_address()).get("takt-test:where") == b"sentinel"
     assert redis_client.get("takt-test:where") is None  # not REDIS_URL's Redis
     assert get_redis().connection_pool.connection_kwargs["port"] == redis_client.connection_pool.connection_kwargs["port"]  # fmt: skip
