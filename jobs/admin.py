@@ -45,7 +45,7 @@ from .display import (
     ADMIN_CSS,
     ADMIN_JS,
     EMPTY,
-    duration_text,
+    run_duration_text,
     state_badge,
     status_badge,
     time_html,
@@ -221,7 +221,7 @@ class JobAdmin(admin.ModelAdmin):
             status_badge(run.status),
             reverse("admin:runs_run_change", args=[run.pk]),
             time_html(run.started_at or run.enqueued_at, compact=True),
-            duration_text(run.duration_s, empty=""),
+            run_duration_text(run.status, run.duration_s, empty=""),
         )
 
     @admin.display(description="Heartbeat")

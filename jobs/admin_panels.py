@@ -10,7 +10,7 @@ from django.utils.safestring import SafeString
 
 from runs.models import Run
 
-from .display import duration_text, status_badge, time_html, times_in_text
+from .display import duration_text, run_duration_text, status_badge, time_html, times_in_text
 from .explain import Check, Explanation
 from .models import Job
 from .services import notify_events
@@ -103,7 +103,7 @@ def run_history(job: Job) -> SafeString:
                 time_html(r.scheduled_for),
                 time_html(r.started_at),
                 time_html(r.finished_at),
-                duration_text(r.duration_s),
+                run_duration_text(r.status, r.duration_s),
                 r.attempt,
                 times_in_text(r.message[:80]) if r.message else "output",
                 r.output or "(no output)",

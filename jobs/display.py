@@ -60,6 +60,18 @@ def time_html(
     )
 
 
+UNKNOWN_DURATION = "unknown"
+
+
+def run_duration_text(status: str, seconds: float | timedelta | None, *, empty: str = EMPTY) -> str:
+    """A run's duration as duration_text says it, but "unknown" for a `lost`
+    run: its worker died at some moment between its last lock renewal and
+    the detection, so no duration is recorded (runs.services.finish_run)."""
+    if status == "lost":
+        return UNKNOWN_DURATION
+    return duration_text(seconds, empty=empty)
+
+
 def duration_text(seconds: float | timedelta | None, *, empty: str = EMPTY) -> str:
     """A duration in words: "0.25 s", "12.3 s", "4 min 05 s", "2 h 03 min",
     "3 d 04 h". None: `empty`."""

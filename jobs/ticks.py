@@ -34,6 +34,7 @@ def run_tick(*, now: datetime) -> float:
     nxt, paused, maintenance = next_fire_and_pause()
     maintenance = maintenance or lock_file_present()
     _mirror_pause(paused, maintenance)
+    _check_lost_runs(now=now)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
         _resume_due_jobs(now=now)  # a pause with an end resumes by itself
@@ -62,6 +63,7 @@ def run_tick(*, now: datetime) -> float:
         wait = seconds_until_next_fire(now=timezone.now())
     sweep_unpublished(now=now)
     _resume_due_jobs(now=now)
+    _resend_lost_messages(now=now)
     return wait
 
 
@@ -80,6 +82,46 @@ def _resume_due_jobs(*, now: datetime) -> None:
     _resumed_at = time.monotonic()
     resume_due_jobs(now=now)
     resume_queue_if_due(now=now)
+
+
+_lost_checked_at = float("-inf")
+
+
+def _check_lost_runs(*, now: datetime) -> None:
+    """Mark lost the running runs whose worker died (runs.recovery), every
+    TAKT_LOST_CHECK_SECONDS, paused or not. A Redis or database error is
+    logged and the tick goes on; the next check tries again."""
+    global _lost_checked_at
+    from runs.recovery import check_lost_runs
+
+    if time.monotonic() - _lost_checked_at < settings.TAKT_LOST_CHECK_SECONDS:
+        return
+    _lost_checked_at = time.monotonic()
+    try:
+        check_lost_runs(now=now)
+    except Exception:
+        log.exception("the lost-run check failed")
+
+
+_resent_at = float("-inf")
+
+
+def _resend_lost_messages(*, now: datetime) -> None:
+    """Send again published runs whose message is gone (runs/delivery.py),
+    every TAKT_RESEND_CHECK_SECONDS. A Redis error is logged and the tick
+    goes on (a database error is the tick's own, as for its other steps)."""
+    global _resent_at
+    from redis import RedisError
+
+    from runs.delivery import resend_lost_messages
+
+    if time.monotonic() - _resent_at < settings.TAKT_RESEND_CHECK_SECONDS:
+        return
+    _resent_at = time.monotonic()
+    try:
+        resend_lost_messages(now=now)
+    except RedisError:
+        log.exception("could not look for lost messages")
 
 
 @cache

@@ -80,7 +80,7 @@ def _run_item(run: dict[str, Any], now: datetime) -> dict[str, Any]:
         at = run["scheduled_for"] if run["status"] == RunStatus.QUEUED else finished
         return {**item, "at": _iso(at or run["enqueued_at"])}
     end = finished or (now if run["status"] == RunStatus.RUNNING else started)
-    text = display.duration_text(end - started)
+    text = display.run_duration_text(run["status"], end - started)
     running = finished is None and run["status"] == RunStatus.RUNNING
     return {**item, "start": _iso(started), "end": _iso(end), "running": running, "duration": text}
 

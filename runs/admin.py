@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from jobs.display import (
     ADMIN_CSS,
     ADMIN_JS,
-    duration_text,
+    run_duration_text,
     status_badge,
     time_html,
     times_in_text,
@@ -172,7 +172,7 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="Duration")
     def duration(self, obj: Run) -> str:
-        return duration_text(obj.duration_s)
+        return run_duration_text(obj.status, obj.duration_s)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

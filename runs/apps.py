@@ -5,3 +5,8 @@ class RunsConfig(AppConfig):
     name = "runs"
     verbose_name = "Takt runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from .receivers import connect_all
+
+        connect_all()

@@ -107,7 +107,7 @@ def live_data(run: Run, *, now: datetime) -> dict[str, Any]:
             "status": display.status_badge(run.status),
             "started_at": display.time_html(run.started_at),
             "finished_at": display.time_html(run.finished_at),
-            "duration": display.duration_text(duration_s),
+            "duration": display.run_duration_text(run.status, duration_s),
         },
     }
 

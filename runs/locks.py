@@ -12,6 +12,25 @@ deletes the slots whose token names the run and leaves a cancel marker
 marker on its next renewal and hands over to `on_cancel` (the worker's stop,
 runs/stopping.py); a run that reaches the lock after its cancel finds the
 marker in the same round trip as the lock and does not start.
+
+Locks across a Redis restart or flush: a keeper whose renewal finds its key
+gone altogether (not held by another token) takes it back with its own
+token in the same Lua round trip (SET PX) and logs "re-took lock …
+after Redis lost it". It does so only while its last successful renewal is
+younger than the TTL: then the key cannot have expired, so Redis lost it.
+A key held by another token stays NOT_OURS (the keeper sets `lost`), and
+the cancel marker is still looked at first.
+
+The window that remains: between the loss and the keeper's next renewal
+(at most a third of the TTL) the key is missing, and another run of the job
+may take the lock in that window. The keeper's renewal then finds the other
+token: it sets `lost`, logs it, and the run goes on to its end; the job
+has run twice in parallel for that once. Once Redis's data is older than
+TTL + 1 s (runs/redis_age.py) the lost-run check (runs/recovery.py) marks
+that run `lost`, since no slot holds its token; its end then loses the
+compare-and-set and is only logged. A Redis outage longer than the TTL ends with no
+re-take: the run is then treated as lost (marked `lost` once the check sees
+its slot empty), as before.
 """
 
 from __future__ import annotations
@@ -31,13 +50,20 @@ from .redis_client import redis_client
 
 log = logging.getLogger("takt.locks")
 
-# KEYS: the lock, the run's cancel marker. -1: the run was cancelled.
+# KEYS: the lock, the run's cancel marker. ARGV: the token, the TTL (ms),
+# "1" to take a vanished key back. -1: the run was cancelled; 1: renewed;
+# 2: the key was gone and is ours again; 0: another token holds it.
 _RENEW = """
 if redis.call('exists', KEYS[2]) == 1 then
   return -1
 end
-if redis.call('get', KEYS[1]) == ARGV[1] then
+local token = redis.call('get', KEYS[1])
+if token == ARGV[1] then
   return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+if not token and ARGV[3] == '1' then
+  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 2
 end
 return 0
 """
@@ -141,11 +167,14 @@ class JobLock:
         """Extend the lease; False when the lock is no longer ours."""
         return self.renew_unless_cancelled() == RENEWED
 
-    def renew_unless_cancelled(self) -> int:
+    def renew_unless_cancelled(self, *, retake: bool = False) -> int:
         """Extend the lease, in one round trip with a look for the run's
-        cancel marker: RENEWED, NOT_OURS, or CANCELLED (nothing renewed)."""
+        cancel marker: RENEWED, NOT_OURS, or CANCELLED (nothing renewed).
+        With `retake`, a key that is gone altogether is set again with our
+        token and TTL: RETAKEN (see the module docstring)."""
         keys = (self.key, cancel_key(self.run_id))
-        return int(self.client.eval(_RENEW, 2, *keys, self.token, self.ttl_ms))
+        flag = "1" if retake else "0"
+        return int(self.client.eval(_RENEW, 2, *keys, self.token, self.ttl_ms, flag))
 
     def release(self) -> bool:
         """Delete the lock if it still holds our token."""
@@ -177,7 +206,7 @@ def job_lock(
 
 
 RUN_TOKEN = "run-"
-RENEWED, NOT_OURS, CANCELLED = 1, 0, -1
+RENEWED, NOT_OURS, CANCELLED, RETAKEN = 1, 0, -1, 2
 
 
 def token_run_id(token: bytes | str | None) -> int | None:
@@ -248,8 +277,10 @@ def acquire_slot(
 class LockKeeper:
     """Keeps one lock alive while its run lives: renews it every third of its
     TTL and calls `on_tick` each time (the run saves its output there). A
-    failed renewal sets `lost` and is logged; the run goes on, and
-    maintenance treats it as lost if the lock is gone when it looks.
+    renewal that finds another token sets `lost` and is logged; the run goes
+    on, and the lost-run check treats it as lost if no slot holds its token
+    when it looks. A renewal that finds the key gone while the last good
+    renewal is younger than the TTL (Redis lost its data) takes it back.
 
     Once a renewal finds the run's cancel marker, the keeper renews no more
     and calls `on_cancel` instead of `on_tick`, as often as it asks: it
@@ -270,8 +301,11 @@ class LockKeeper:
         self.interval_s = max(lock.ttl_ms / 3000, 0.1)
         self.lost = False
         self.cancelled = False
+        self.retaken = 0
+        self._renewed_at = time.monotonic()
 
     def start(self) -> None:
+        self._renewed_at = time.monotonic()  # the lock was just taken
         _renewer().add(self)
 
     def stop(self) -> None:
@@ -281,11 +315,7 @@ class LockKeeper:
         """One renewal (or cancel step); returns the seconds until the next."""
         try:
             if not self.cancelled:
-                state = self.lock.renew_unless_cancelled()
-                self.cancelled = state == CANCELLED
-                if state == NOT_OURS and not self.lost:
-                    self.lost = True
-                    log.warning("lock %s was lost before the run ended", self.lock.key)
+                self._renew()
             if self.cancelled:
                 if self.on_cancel is not None:
                     delay = self.on_cancel()
@@ -295,6 +325,22 @@ class LockKeeper:
         except Exception:  # keep renewing through a passing Redis or DB error
             log.exception("renewing lock %s failed", self.lock.key)
         return self.interval_s
+
+    def _renew(self) -> None:
+        # A key that vanished less than a TTL after our last renewal cannot
+        # have expired: Redis lost it (restart without persistence, flush).
+        asked_at = time.monotonic()
+        retake = not self.lost and asked_at - self._renewed_at < self.lock.ttl_ms / 1000
+        state = self.lock.renew_unless_cancelled(retake=retake)
+        self.cancelled = state == CANCELLED
+        if state in (RENEWED, RETAKEN):
+            self._renewed_at = asked_at
+        if state == RETAKEN:
+            self.retaken += 1
+            log.warning("re-took lock %s after Redis lost it", self.lock.key)
+        elif state == NOT_OURS and not self.lost:
+            self.lost = True
+            log.warning("lock %s was lost before the run ended", self.lock.key)
 
 
 class _Renewer(threading.Thread):

@@ -28,13 +28,13 @@ from datetime import datetime
 from enum import StrEnum
 
 from django.db import connection
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 from django.dispatch import Signal
 
 from jobs.models import Job
 
 from . import cleanup, recovery
-from .models import Run
+from .models import Run, RunStatus
 from .progress import ProgressCallback, Steps
 
 log = logging.getLogger("takt.maintenance")
@@ -247,6 +247,8 @@ def _describe_lost(result: SectionResult) -> str:
             f"; {_count(c['locked'], 'run')} running for longer than the lock TTL left alone"
             " (their job's lock is held)"
         )
+    if c["waited"]:
+        text += "; waited: Redis's data is younger than the lock TTL + 1 s"
     return text
 
 
@@ -342,7 +344,8 @@ def _checks(result: SectionResult, args: Pass) -> None:
         return
     slow = (
         Job.objects.filter(max_retries__gt=0)
-        .annotate(longest_s=Max("runs__duration_s"))
+        # A lost run's duration is unknown (None), also in rows from before.
+        .annotate(longest_s=Max("runs__duration_s", filter=~Q(runs__status=RunStatus.LOST)))
         .filter(longest_s__gt=F("retry_backoff_s"))
         .order_by("pk")
     )

@@ -24,13 +24,15 @@ from .decisions import Decision, decision_fields, decision_key, log_size
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
-# KEYS: lock, runs hash, lag hash, decision stream; ARGV: token, status, lag
-# bucket ('' = none), lag seconds, stream size, then the decision's fields.
+# KEYS: lock, runs hash, lag hash, decision stream, the run's message mark
+# (runs/delivery.py); ARGV: token, status, lag bucket ('' = none), lag
+# seconds, stream size, then the decision's fields.
 RELEASE_AND_COUNT = """
 local released = 0
 if redis.call('get', KEYS[1]) == ARGV[1] then
   released = redis.call('del', KEYS[1])
 end
+redis.call('del', KEYS[5])
 redis.call('hincrby', KEYS[2], ARGV[2], 1)
 if ARGV[3] ~= '' then
   redis.call('hincrby', KEYS[3], ARGV[3], 1)
@@ -54,13 +56,17 @@ def lag_bucket(lag_s: float) -> str:
 
 
 def release_and_count(lock: Any, *, status: str, lag_s: float | None, decision: Decision) -> bool:
-    """Release `lock` (by token), count the run's end and add its `end`
-    entry to the decision log (F-65), in one round trip."""
+    """Release `lock` (by token), count the run's end, add its `end` entry
+    to the decision log (F-65) and delete the run's message mark (it needs
+    no re-send any more), in one round trip."""
+    from .delivery import mark_key
+
     bucket = "" if lag_s is None else lag_bucket(max(lag_s, 0.0))
-    keys = (lock.key, _key("runs"), _key("lag"), decision_key())
+    mark = mark_key("none" if decision.run_id is None else decision.run_id)
+    keys = (lock.key, _key("runs"), _key("lag"), decision_key(), mark)
     args = (lock.token, status, bucket, f"{max(lag_s or 0.0, 0.0):.6f}", str(log_size()))
     flat = [part for pair in decision_fields(decision).items() for part in pair]
-    return bool(lock.client.eval(RELEASE_AND_COUNT, 4, *keys, *args, *flat))
+    return bool(lock.client.eval(RELEASE_AND_COUNT, 5, *keys, *args, *flat))
 
 
 def count_lock_wait(outcome: str) -> None:

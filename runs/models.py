@@ -143,10 +143,25 @@ class Run(models.Model):
                 condition=Q(status="queued", published_at__isnull=True),
                 name="run_unpublished_idx",
             ),
+            # The lost-message sweep (runs/delivery.py): queued runs already
+            # sent, oldest message first; empty when every sent run started.
+            models.Index(
+                fields=["published_at", "id"],
+                condition=Q(status="queued", published_at__isnull=False),
+                name="run_published_idx",
+            ),
             # Deleting a run (retention) finds its retries; without it PostgreSQL
             # scans the table once per deleted row for the foreign key.
             models.Index(
                 fields=["retry_of"], condition=Q(retry_of__isnull=False), name="run_retry_of_idx"
+            ),
+            # The beat's lost-run check (runs.recovery): running runs that
+            # started before now - TTL. Holds only what is running now, so
+            # an idle check is one probe of an empty index.
+            models.Index(
+                fields=["started_at"],
+                condition=Q(status="running"),
+                name="run_running_idx",
             ),
             # Runs waiting for their job (buffer policies); the sweep's probe.
             models.Index(

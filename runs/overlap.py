@@ -139,12 +139,26 @@ def revoke_after_commit(task_ids: list[str]) -> None:
 
 def hold_run(run: Run) -> bool:
     """running → queued and held: a worker found the job's lock taken and the
-    policy says wait (buffer_one, buffer_all, or a retry). Compare-and-set."""
-    return bool(
+    policy says wait (buffer_one, buffer_all, or a retry). Compare-and-set.
+    The run's message mark goes too (runs/delivery.py): its next publish
+    writes a fresh one, not one naming the worker that held it."""
+    held = bool(
         Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
             status=RunStatus.QUEUED, held=True, started_at=None, worker="", published_at=None
         )
     )
+    if held:
+        _forget_mark(run.pk)
+    return held
+
+
+def _forget_mark(run_id: int) -> None:
+    from .delivery import forget_mark
+
+    try:
+        forget_mark(run_id)
+    except Exception:  # never fail the hold over a mark
+        log.exception("could not drop the message mark of run %s", run_id, extra={"run_id": run_id})
 
 
 def release_next_held(job_id: int) -> Run | None:

@@ -9,7 +9,7 @@ delivery a no-op.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from django.db.models import F, Q
 
 from jobs.policies import TimeoutAction
 
+from .delivery import mark_sent
 from .models import Run, RunStatus, task_id_for
 from .statements import mark_published
 
@@ -32,11 +33,16 @@ HARD_KILL_GRACE_S = 30
 PUBLISH_BATCH = 500
 
 
-def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
+def publish_runs(
+    runs: Iterable[Run | int], *, now: datetime, replacing: Mapping[int, str | None] | None = None
+) -> int:
     """Send runs and mark them published; returns how many were sent. Ids
     are read from the database first and only still-queued runs are sent;
     Run objects (just recorded by the caller, their job loaded) are sent as
-    they are."""
+    they are. After the broker batch is flushed, each run's message mark
+    (runs/delivery.py) says `sent`, then its published_at is set: only if
+    it had none, or to `now` for a lost message sent again (`replacing`:
+    run id -> the mark the sweep saw, see delivery.mark_sent)."""
     from .tasks import execute_run
 
     items = list(runs)
@@ -65,8 +71,14 @@ def publish_runs(runs: Iterable[Run | int], *, now: datetime) -> int:
                 producer=producer,
             )
             sent.append(run.pk)
+    try:
+        mark_sent(
+            sent, replacing=replacing
+        )  # after the flush: a lost tail loses a mark, never a message
+    except Exception:  # the run without its mark is sent again later: a duplicate, harmless
+        log.exception("could not mark %d sent messages in Redis", len(sent))
     for start in range(0, len(sent), PUBLISH_BATCH):
-        mark_published(sent[start : start + PUBLISH_BATCH], now=now)
+        mark_published(sent[start : start + PUBLISH_BATCH], now=now, again=replacing is not None)
     return len(sent)
 
 

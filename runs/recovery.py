@@ -1,9 +1,11 @@
 """Runs that will never end by themselves (F-70, F-71): runs whose worker
 died are marked `lost` (and retried where the job's policy says so), and
 runs queued or running for too long are failed without being run. Both
-are sections of runs.maintenance; every change is a compare-and-set in
-runs.services.finish_run, so a worker ending the run at the same moment,
-or a second maintenance pass, wins or loses cleanly."""
+are sections of runs.maintenance; the lost-run check also runs from every
+beat's tick, every TAKT_LOST_CHECK_SECONDS (`check_lost_runs`). Every
+change is a compare-and-set in runs.services.finish_run, so a worker
+ending the run at the same moment, another beat's check or a second
+maintenance pass wins or loses cleanly."""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from .locks import get_redis, job_lock, token_run_id
 from .models import Run, RunStatus
+from .overlap import release_next_held
+from .redis_age import data_age_seconds
 from .retries import plan_retry
 from .services import finish_run
 from .transitions import MAX_INSTANCES
@@ -29,7 +33,8 @@ DEFAULT_EXPIRE_AFTER_DAYS = 7
 def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_run: bool) -> None:
     """Mark `lost` the running runs whose worker died, with the retry the
     job's policy plans. `counts` (kept up to date as it goes): `lost`,
-    `retried`, and `locked` for the runs left alone.
+    `retried`, `locked` for the runs left alone, and `waited` (1) when
+    nothing was marked because Redis's data is too young.
 
     The rule: a run is lost when it has been `running` for longer than the
     lock TTL and no lock slot of its job holds its own token (a run's token
@@ -42,27 +47,39 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
     `cancel_other` run is not concerned: the newcomer cancels it in the
     database before it takes the lock over.
 
-    1. Load the candidates (running since before now - TTL) in id order,
-       `batch` at a time, with their jobs.
-    2. One pipelined round trip to Redis: the tokens in each job's slot
-       keys (slots 0 to MAX_INSTANCES - 1, so a max_instances lowered since
-       the run started hides none). Redis unreachable: the error propagates
-       and nothing more is marked.
-    3. Each lost run: running → lost by compare-and-set in finish_run, with
-       the retry run, in one transaction. A run that ended in the meantime
-       loses the compare-and-set and stays as it ended."""
-    ttl = timedelta(seconds=settings.TAKT_LOCK_TTL_SECONDS)
-    candidates = Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=now - ttl)
-    last_pk = 0
+    1. Load the candidates (running since before now - TTL) in start
+       order, `batch` at a time, with their jobs: one probe of
+       run_running_idx when none is running.
+    2. Redis's data younger than TTL + 1 s (a restart without persistence
+       or a flush, runs/redis_age.py): live keepers may not have put their
+       locks back yet, so nothing is marked; logged, `waited` counted.
+    3. One pipelined round trip to Redis: the tokens in each job's slot
+       keys 0 to max_instances - 1. For the jobs with a run not found
+       there, a second one for slots 0 to MAX_INSTANCES - 1 (a
+       max_instances lowered since the run started hides none). Redis
+       unreachable: the error propagates and nothing more is marked.
+    4. Each lost run: running → lost by compare-and-set in finish_run, with
+       the retry run, in one transaction; its duration is unknown (None).
+       A run that ended in the meantime, or that another beat marked
+       first, loses the compare-and-set and stays as it is. Then the job's
+       next held run is sent (the job is free)."""
+    candidates = lost_candidates(now=now)
+    after, first = Q(), True
     while True:
-        runs = list(candidates.filter(pk__gt=last_pk).select_related("job").order_by("pk")[:batch])
+        runs = list(candidates.filter(after).select_related("job")[:batch])
         if not runs:
             return
-        last_pk = runs[-1].pk
-        holders = _lock_holders(sorted({run.job_id for run in runs}))
+        if first and _redis_too_young(runs, now=now):
+            counts["waited"] = 1
+            return
+        first, last = False, runs[-1]
+        after = Q(started_at__gt=last.started_at) | Q(started_at=last.started_at, pk__gt=last.pk)
+        holders = _lock_holders({run.job_id: run.job.max_instances for run in runs})
+        suspects = {run.job_id for run in runs if not _held(run, holders)}
+        if suspects:  # a max_instances lowered since the run started hides no slot
+            holders.update(_lock_holders(dict.fromkeys(suspects, MAX_INSTANCES)))
         for run in runs:
-            live, unknown = holders.get(run.job_id, (set(), False))
-            if run.pk in live or unknown:
+            if _held(run, holders):
                 counts["locked"] += 1
             elif dry_run:
                 counts["lost"] += 1
@@ -70,12 +87,54 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
                 _mark_lost(run, counts, now=now)
 
 
-def _lock_holders(job_ids: list[int]) -> dict[int, tuple[set[int], bool]]:
-    """job id -> (the runs whose tokens hold one of its slots, whether a
-    slot is held under a token that names no run)."""
+def lost_candidates(*, now: datetime) -> QuerySet[Run]:
+    """The runs running since before now - TAKT_LOCK_TTL_SECONDS, in start
+    order: the order of run_running_idx, which both SQLite and PostgreSQL
+    then use (ordered by id, SQLite would scan the table)."""
+    ttl = timedelta(seconds=settings.TAKT_LOCK_TTL_SECONDS)
+    return Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=now - ttl).order_by(
+        "started_at", "pk"
+    )
+
+
+def _redis_too_young(runs: list[Run], *, now: datetime) -> bool:
+    age_s = data_age_seconds(now=now)
+    grace_s = settings.TAKT_LOCK_TTL_SECONDS + 1
+    if age_s >= grace_s:
+        return False
+    log.info(
+        "lost-run check waits: Redis's data is %.1f s old (less than the lock TTL + 1 s,"
+        " %d s), live workers may not have re-taken their locks; %d runs not looked at",
+        age_s,
+        grace_s,
+        len(runs),
+    )
+    return True
+
+
+def check_lost_runs(*, now: datetime, batch: int = 500) -> Counter[str]:
+    """The beat's continuous lost-run check (every TAKT_LOST_CHECK_SECONDS,
+    from jobs.ticks): recover_lost_runs, for real. Any number of beats may
+    run it at once. Raises redis.RedisError and database errors."""
+    counts: Counter[str] = Counter()
+    recover_lost_runs(counts, now=now, batch=batch, dry_run=False)
+    return counts
+
+
+def _held(run: Run, holders: dict[int, tuple[set[int], bool]]) -> bool:
+    live, unknown = holders.get(run.job_id, (set(), False))
+    return run.pk in live or unknown
+
+
+def _lock_holders(slots: dict[int, int]) -> dict[int, tuple[set[int], bool]]:
+    """job id -> (the runs whose tokens hold one of its first `slots[job
+    id]` slots, whether one of them is held under a token that names no
+    run); one pipelined round trip."""
     pipe = get_redis().pipeline(transaction=False)
+    job_ids = sorted(slots)
     for job_id in job_ids:
-        pipe.mget([job_lock(job_id, slot=slot).key for slot in range(MAX_INSTANCES)])
+        keys = [job_lock(job_id, slot=slot).key for slot in range(max(slots[job_id], 1))]
+        pipe.mget(keys)
     holders: dict[int, tuple[set[int], bool]] = {}
     for job_id, tokens in zip(job_ids, pipe.execute(), strict=True):
         held = [t for t in tokens if t is not None]
@@ -99,6 +158,7 @@ def _mark_lost(run: Run, counts: Counter[str], *, now: datetime) -> None:
         run.message,
         extra={"job_id": run.job_id, "run_id": run.pk},
     )
+    release_next_held(run.job_id)  # a buffering job's next run need not wait for the sweep
 
 
 def expire_after_days() -> int:

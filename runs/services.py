@@ -262,7 +262,11 @@ def finish_run(
     fields: dict[str, Any] = {
         "status": status,
         "finished_at": now,
-        "duration_s": (now - started).total_seconds() if started else None,
+        # A lost run's worker died somewhere between its last renewal and
+        # now: its duration is unknown, not the detection delay.
+        "duration_s": (now - started).total_seconds()
+        if started and status != RunStatus.LOST
+        else None,
         "message": message[:10000],
         "result": result,
         "result_code": result_code,

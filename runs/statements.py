@@ -274,13 +274,15 @@ def insert_run(run: Run) -> Run:
     return run
 
 
-def mark_published(run_ids: list[int], *, now: datetime) -> None:
-    """Record that these runs' messages went to the broker (the outbox)."""
+def mark_published(run_ids: list[int], *, now: datetime, again: bool = False) -> None:
+    """Record that these runs' messages went to the broker (the outbox):
+    published_at = `now` where it was empty, or on every one with `again`
+    (a lost message sent again, runs/delivery.py)."""
     at = Run._meta.get_field("published_at").get_db_prep_save(now, connection)
+    only_new = "" if again else f" AND {_col(Run, 'published_at')} IS NULL"
     sql = (
         f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {_col(Run, 'published_at')} = %s"
-        f" WHERE {_col(Run, 'id')} IN ({', '.join(['%s'] * len(run_ids))})"
-        f" AND {_col(Run, 'published_at')} IS NULL"
+        f" WHERE {_col(Run, 'id')} IN ({', '.join(['%s'] * len(run_ids))}){only_new}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [at, *run_ids])

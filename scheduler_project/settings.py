@@ -132,9 +132,13 @@ REDIS_SENTINEL = sentinel_config(
 CELERY_BROKER_URL = REDIS_SENTINEL.broker_url() if REDIS_SENTINEL else REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Late acks, prefetch 1, no requeue of a lost pool child's message: why in
+# docs/run-lifecycle.md ("Worker shutdown and the Celery settings").
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_PREFETCH_MULTIPLIER = env_int(
+    "TAKT_WORKER_PREFETCH_MULTIPLIER", 1, minimum=1, maximum=1000
+)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A run that a worker took but never acknowledged is redelivered after
@@ -163,7 +167,18 @@ TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
 # The beat's heartbeat name (default beat@<host>): give two beats on one host names of their own.
 TAKT_BEAT_NAME = env_str("TAKT_BEAT_NAME", "").strip()
 TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
+# How often each beat looks for running runs whose worker died (F-70).
+TAKT_LOST_CHECK_SECONDS = env_int("TAKT_LOST_CHECK_SECONDS", 5, minimum=1, maximum=3600)
 TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
+# Lost messages (runs/delivery.py): a published run still queued this long
+# after its message went out is re-sent when its message mark is gone or
+# names a worker that is gone; the beat looks every TAKT_RESEND_CHECK_SECONDS.
+TAKT_RESEND_AFTER_SECONDS = env_int("TAKT_RESEND_AFTER_SECONDS", 30, minimum=1, maximum=86400)
+TAKT_RESEND_CHECK_SECONDS = env_float("TAKT_RESEND_CHECK_SECONDS", 5.0, minimum=0.1, maximum=3600)
+# A worker's liveness key lives this long; the worker renews it every third.
+TAKT_WORKER_ALIVE_TTL_SECONDS = env_int(
+    "TAKT_WORKER_ALIVE_TTL_SECONDS", 10, minimum=3, maximum=3600
+)
 # A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
 # the job); one still running this many seconds later is killed (SIGKILL).
 TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, maximum=3600)

@@ -97,8 +97,15 @@ def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> None:
 
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """The private Redis, emptied, with its data as if it began long ago
+    (runs/redis_age.py): the grace that the lost-run and lost-message checks
+    wait out after a Redis loss is over. Tests of the grace delete
+    since_key() or flush."""
+    from runs.redis_age import since_key
+
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
+    client.set(since_key(), "0.000")
     yield client
     client.close()
 

@@ -131,3 +131,17 @@ def loop_first(job: Any) -> int:
             time.sleep(0.05)
     job.log(f"execution {n}: done")
     return n
+
+
+@takt_job("tests.append")
+def append(job: Any) -> str:
+    """Appends "<run id> <pid>" to the file params['path'] (O_APPEND: one
+    line per execution, a side channel outside Takt's tables and Redis),
+    then sleeps params['seconds'] (default 0)."""
+    fd = os.open(job.params["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{job.run_id} {os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+    time.sleep(float(job.params.get("seconds", 0)))
+    return "appended"

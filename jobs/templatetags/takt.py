@@ -1,5 +1,6 @@
 """Template filters of the Takt admin pages: ``{% load takt %}`` then
 ``{{ run.started_at|takt_time }}``, ``{{ run.duration_s|takt_duration }}``,
+``{{ run|takt_run_duration }}`` ("unknown" for a lost run),
 ``{{ run.status|takt_status }}``, ``{{ heartbeat.state|takt_state }}``
 (see jobs/display.py)."""
 
@@ -29,6 +30,12 @@ def takt_time_relative(value: datetime | None) -> SafeString:
 @register.filter
 def takt_duration(value: Any) -> str:
     return display.duration_text(value)
+
+
+@register.filter
+def takt_run_duration(run: Any) -> str:
+    """``{{ run|takt_run_duration }}``: "unknown" for a lost run."""
+    return display.run_duration_text(run.status, run.duration_s)
 
 
 @register.filter

@@ -1,7 +1,7 @@
 """Lost runs (F-70) with a real worker: a worker killed with SIGKILL in the
 middle of its runs stops renewing their job locks; once the locks' TTL has
-run out, maintenance marks the runs `lost` and retries them where the
-job's retry policy says so."""
+run out, maintenance, or any beat's continuous check, marks the runs `lost`
+and retries them where the job's retry policy says so."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import redis
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Job, Trigger
 from runs.locks import job_lock_key
 from runs.maintenance import run_maintenance
 from runs.models import Run, RunStatus, RunTrigger
@@ -40,7 +40,7 @@ def sleeper(name: str, *, max_retries: int) -> Job:
 
 
 def test_runs_of_a_worker_killed_mid_run_are_marked_lost_and_retried_per_policy(
-    start_process, redis_url
+    start_process, redis_url, redis_client
 ):
     client = redis.Redis.from_url(redis_url)
     worker = start_process("worker", concurrency=2, TAKT_LOCK_TTL_SECONDS=str(LOCK_TTL_S))
@@ -85,3 +85,66 @@ def test_runs_of_a_worker_killed_mid_run_are_marked_lost_and_retried_per_policy(
     assert (retry.status, retry.trigger, retry.attempt) == (RunStatus.QUEUED, RunTrigger.RETRY, 2)
     assert not Run.objects.filter(retry_of=other).exists()
     assert retried.runs.count() == 2 and not_retried.runs.count() == 1
+
+
+LOST_CHECK_S = 1  # the beat's TAKT_LOST_CHECK_SECONDS
+POLL_S = 0.2  # TAKT_POLL_SECONDS of the live processes
+
+
+def test_the_beat_marks_a_killed_workers_runs_lost_within_the_ttl_and_the_job_runs_again(
+    start_process, beat, redis_client
+):
+    skipper = Job.objects.create(
+        name="every second, skip", target="tests.sleep", params={"seconds": 20}
+    )
+    retried = sleeper("retries once", max_retries=1)
+    doomed = start_process("worker", concurrency=2)
+    retried_run = enqueue_job(retried, trigger=RunTrigger.MANUAL)
+    checker = beat(TAKT_LOST_CHECK_SECONDS=str(LOST_CHECK_S))
+    Trigger.objects.create(job=skipper, kind="interval", interval_seconds=1)
+
+    def both_renewed() -> Run | None:
+        running = Run.objects.filter(status=RunStatus.RUNNING).exclude(output="")
+        locks = redis_client.exists(job_lock_key(skipper.pk), job_lock_key(retried.pk))
+        return running.filter(job=skipper).first() if running.count() == 2 and locks == 2 else None
+
+    first = wait_until(both_renewed, 30, "both runs to start and renew their locks")
+    start_process("worker", concurrency=1)  # the survivor
+    time.sleep(LOCK_TTL_S)  # older than the TTL, their locks renewed: not lost
+    assert Run.objects.filter(status=RunStatus.RUNNING).count() == 2
+    assert skipper.runs.filter(status=RunStatus.SKIPPED).exists()  # fire times skipped meanwhile
+
+    os.killpg(doomed.pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    doomed.popen.wait(timeout=10)
+    wait_until(
+        lambda: Run.objects.filter(status=RunStatus.LOST).count() == 2,
+        LOCK_TTL_S + LOST_CHECK_S + POLL_S + 5,
+        "the beat to mark both runs lost",
+    )
+    noticed_s = time.monotonic() - killed_at
+
+    assert noticed_s <= LOCK_TTL_S + LOST_CHECK_S + POLL_S + 2, noticed_s
+    first.refresh_from_db()
+    retried_run.refresh_from_db()
+    assert (first.duration_s, retried_run.duration_s) == (None, None)
+    assert first.message == LOST_MESSAGE
+    assert retried_run.message == f"{LOST_MESSAGE}; retry 1 of 1 in 60 s"
+    retry = Run.objects.get(retry_of=retried_run)
+    assert (retry.status, retry.trigger, retry.attempt) == (RunStatus.QUEUED, RunTrigger.RETRY, 2)
+    log = checker.log()
+    assert [log.count(f"run {r.pk} of job {r.job_id} lost") for r in (first, retried_run)] == [1, 1]
+
+    # The job is free at once: the next fire time after the marking is not
+    # skipped but runs, on the survivor.
+    def next_fire_time() -> Run | None:
+        later = skipper.runs.filter(scheduled_for__gt=first.finished_at)
+        return later.order_by("scheduled_for").first()
+
+    nxt = wait_until(next_fire_time, 5, "the next fire time after the marking")
+    wait_until(
+        lambda: Run.objects.get(pk=nxt.pk).status != RunStatus.QUEUED, 15, "the next run to start"
+    )
+    nxt.refresh_from_db()
+    assert nxt.status == RunStatus.RUNNING, (nxt.status, nxt.message)
+    assert nxt.worker and nxt.worker != first.worker  # the survivor

@@ -27,6 +27,22 @@ def make_job(name: str = "job", *, target: str = "tests.echo", **fields: Any) ->
     return Job.objects.create(name=name, target=target, **fields)
 
 
+def running_run(job: Job, *, started_at: datetime, trigger: str = "manual") -> Any:
+    """A run `running` since `started_at` on a worker that is gone (no lock
+    is taken for it)."""
+    from runs.models import Run, RunStatus
+
+    return Run.objects.create(
+        job=job,
+        trigger=trigger,
+        status=RunStatus.RUNNING,
+        scheduled_for=started_at,
+        enqueued_at=started_at,
+        started_at=started_at,
+        worker="dead-worker",
+    )
+
+
 def make_trigger(job: Job, *, created_at: datetime, **fields: Any) -> Trigger:
     """A trigger saved at `created_at`, so its first next_run_at is known."""
     with time_machine.travel(created_at, tick=False):

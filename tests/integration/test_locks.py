@@ -99,9 +99,10 @@ def test_a_keeper_whose_lock_was_taken_over_reports_it_lost_and_spares_the_new_o
     keeper = LockKeeper(old)
     keeper.start()
     try:
-        redis_client.delete(job_lock_key(1))  # the lease lapsed while Redis was unreachable
+        # The lease lapsed while Redis was unreachable and a new owner took
+        # it (in one step here, so the keeper cannot re-take the gap).
         new = JobLock(key=job_lock_key(1), ttl_ms=10_000)
-        assert new.acquire()
+        redis_client.set(job_lock_key(1), new.token, px=new.ttl_ms)
         wait_for(lambda: keeper.lost)
     finally:
         keeper.stop()
@@ -124,3 +125,62 @@ def test_a_runs_lock_token_names_the_run():
     assert token_run_id(job_lock(7, run_id=42).token) == 42
     assert token_run_id(job_lock(7).token) is None
     assert token_run_id(b"run-x:abc") is None and token_run_id(None) is None
+
+
+# --- locks across a Redis restart or flush ------------------------------------
+
+
+def test_a_keeper_re_takes_its_lock_after_redis_lost_it(redis_client, caplog):
+    lock = job_lock(1, ttl_s=0.6, run_id=42)
+    assert lock.acquire()
+    keeper = LockKeeper(lock)
+    keeper.start()
+    try:
+        redis_client.flushdb()  # what a restart without persistence leaves
+        wait_for(lambda: keeper.retaken == 1)
+        assert redis_client.get(job_lock_key(1)) == lock.token.encode()
+        assert 0 < redis_client.pttl(job_lock_key(1)) <= 600
+        time.sleep(0.5)  # and it goes on renewing the re-taken key
+        assert redis_client.get(job_lock_key(1)) == lock.token.encode()
+    finally:
+        keeper.stop()
+    assert (keeper.lost, keeper.retaken) == (False, 1)
+    assert f"re-took lock {job_lock_key(1)} after Redis lost it" in caplog.text
+
+
+def test_a_keeper_whose_lock_expired_does_not_re_take_it(redis_client, caplog):
+    # No renewal for longer than the TTL (the worker stalled): the key may
+    # have expired normally and the run been called lost; not Redis's loss.
+    lock = job_lock(1, ttl_s=0.2)
+    keeper = LockKeeper(lock)
+    assert lock.acquire()
+    keeper.start()
+    keeper.stop()  # no renewal from the thread
+    wait_for(lambda: redis_client.exists(job_lock_key(1)) == 0)
+    time.sleep(0.05)
+
+    keeper.tick()
+
+    assert (keeper.lost, keeper.retaken) == (True, 0)
+    assert redis_client.exists(job_lock_key(1)) == 0
+    assert "re-took" not in caplog.text
+
+
+def test_the_cancel_marker_is_seen_before_a_vanished_lock_is_re_taken(redis_client):
+    from runs.locks import CANCELLED, cancel_key
+
+    lock = job_lock(1, run_id=42)
+    redis_client.set(cancel_key(42), "cancelled")  # and the lock key is gone
+
+    assert lock.renew_unless_cancelled(retake=True) == CANCELLED
+    assert redis_client.exists(job_lock_key(1)) == 0
+
+
+def test_a_renewal_never_re_takes_a_key_held_by_another_token(redis_client):
+    from runs.locks import NOT_OURS
+
+    mine, other = job_lock(1, run_id=1), job_lock(1, run_id=2)
+    assert other.acquire()
+
+    assert mine.renew_unless_cancelled(retake=True) == NOT_OURS
+    assert redis_client.get(job_lock_key(1)) == other.token.encode()

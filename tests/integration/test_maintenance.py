@@ -26,7 +26,7 @@ from runs.models import AuditRecord, Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE
 from runs.services import create_run
 
-from .conftest import SECOND, make_job, utc
+from .conftest import SECOND, make_job, running_run, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -34,18 +34,6 @@ NOW = utc(2026, 6, 10, 12, 0)
 DAY = timedelta(days=1)
 MINUTE = 60 * SECOND
 TTL = 30 * SECOND  # TAKT_LOCK_TTL_SECONDS in the test process
-
-
-def running_run(job: Job, *, started_at: Any) -> Run:
-    return Run.objects.create(
-        job=job,
-        trigger=RunTrigger.MANUAL,
-        status=RunStatus.RUNNING,
-        scheduled_for=started_at,
-        enqueued_at=started_at,
-        started_at=started_at,
-        worker="dead-worker",
-    )
 
 
 def finished_run(job: Job, *, finished_at: Any, status: str = RunStatus.SUCCEEDED) -> Run:
@@ -87,7 +75,7 @@ def test_a_running_run_whose_lock_is_gone_is_marked_lost_and_retried(redis_clien
     report = run_maintenance(now=NOW, only=["lost"])
 
     run.refresh_from_db()
-    assert (run.status, run.finished_at, run.duration_s) == (RunStatus.LOST, NOW, 31.0)
+    assert (run.status, run.finished_at, run.duration_s) == (RunStatus.LOST, NOW, None)
     assert run.message == f"{LOST_MESSAGE}; retry 1 of 1 in 5 s"
     retry = Run.objects.get(retry_of=run)
     assert (retry.status, retry.trigger, retry.attempt, retry.scheduled_for) == (

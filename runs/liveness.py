@@ -1,0 +1,57 @@
+"""A worker's liveness key (runs/delivery.py): ``<prefix>:alive:worker:<hostname>``
+with a TTL of TAKT_WORKER_ALIVE_TTL_SECONDS, renewed every third of it by a
+daemon thread of the worker's main process (the process whose consumer
+receives the messages), deleted when the worker shuts down.
+
+A worker killed with SIGKILL stops renewing: its key expires within one
+TTL, and the runs whose message mark names it are sent again. A Redis
+restart loses the key: the thread writes it again within a third of the
+TTL (the lost-message sweep waits that long after a loss).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+
+from .delivery import alive_key
+from .locks import get_redis
+
+log = logging.getLogger("takt.liveness")
+
+
+class Liveness:
+    """Keeps one worker's key alive until `stop()`."""
+
+    def __init__(self, hostname: str) -> None:
+        self.hostname = hostname
+        self.key = alive_key(hostname)
+        self.ttl_s = int(settings.TAKT_WORKER_ALIVE_TTL_SECONDS)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="takt-liveness", daemon=True)
+
+    def start(self) -> Liveness:
+        self.beat()
+        self._thread.start()
+        return self
+
+    def beat(self) -> None:
+        """Write the key with its TTL (one SET); a Redis error is logged."""
+        try:
+            get_redis().set(self.key, "1", ex=self.ttl_s)
+        except Exception:
+            log.exception("could not renew the liveness key of worker %s", self.hostname)
+
+    def _loop(self) -> None:
+        while not self._stopped.wait(self.ttl_s / 3):
+            self.beat()
+
+    def stop(self) -> None:
+        """Stop renewing and delete the key (the worker is going away)."""
+        self._stopped.set()
+        try:
+            get_redis().delete(self.key)
+        except Exception:
+            log.exception("could not delete the liveness key of worker %s", self.hostname)
