@@ -36,7 +36,6 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
-from django.conf import settings
 from django.db import transaction
 
 from jobs.display import utc_text
@@ -46,6 +45,7 @@ from .decisions import Decision, record
 from .locks import get_redis
 from .models import Run, RunStatus, task_id_for
 from .overlap import release_cancelled_locks, release_next_held, revoke_after_commit
+from .redis_client import redis_location
 from .services import finish_run
 
 log = logging.getLogger("takt.runs")
@@ -117,7 +117,7 @@ def _cancel(run: Run, *, by: str, now: datetime) -> str | None:
             get_redis().ping()  # the same answer whatever the status: no Redis, no change
     except redis.RedisError as exc:
         raise RedisUnreachable(
-            f"cannot reach Redis at {redacted_url(settings.REDIS_URL)} ({exc}):"
+            f"cannot reach Redis at {redis_location(redacted_url)[0]} ({exc}):"
             f" run #{run.pk} was not cancelled"
         ) from None
     message = (

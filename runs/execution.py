@@ -55,6 +55,7 @@ from .metrics import count_lock_wait, release_and_count
 from .models import Run, RunStatus, RunTrigger
 from .outage import retry_through_outage
 from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
+from .redis_client import write_through_failover
 from .retries import plan_retry
 from .services import finish_run, start_run
 from .signals import run_started
@@ -161,7 +162,13 @@ def _count_end(run: Run, lock: JobLock, status: str, note: str = "") -> None:
     lag = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else None
     detail = f"started {run.started_at.isoformat() if run.started_at else '?'}, ended {status}"
     end = Decision("end", run.job_id, run.pk, detail=detail + note)
-    release_and_count(lock, status=status, lag_s=lag, decision=end)
+    # The end is in the database already: a Redis failover or restart now
+    # is tried through for a few seconds, then logged (the lock lapses).
+    write_through_failover(
+        lambda: release_and_count(lock, status=status, lag_s=lag, decision=end),
+        what=f"releasing lock {lock.key} at the end of run {run.pk}",
+        extra={"job_id": run.job_id, "run_id": run.pk},
+    )
 
 
 def _ended_elsewhere(run: Run, outcome: Outcome, ended_at: datetime) -> str:

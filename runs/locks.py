@@ -42,10 +42,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import redis
 from django.conf import settings
+
+from .redis_client import redis_client
 
 log = logging.getLogger("takt.locks")
 
@@ -112,16 +113,10 @@ return 0
 """
 
 
-@lru_cache(maxsize=4)
-def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(
-        url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30
-    )
-
-
 def get_redis() -> redis.Redis:
-    """The Redis client for REDIS_URL (one connection pool per process)."""
-    return _client(settings.REDIS_URL)
+    """Takt's Redis client: REDIS_URL's, or with REDIS_SENTINELS the current
+    master's (one connection pool per process; runs/redis_client.py)."""
+    return redis_client()
 
 
 def job_lock_key(job_id: int) -> str:

@@ -17,6 +17,7 @@ from django.core.validators import URLValidator, validate_email
 
 from .envconfig import env_bool, env_float, env_int, env_str
 from .localenv import load_local_env, source_of
+from .redisconfig import sentinel_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # What `make run` chose (var/local.env) for every process of this checkout;
@@ -122,7 +123,19 @@ STATIC_ROOT = VAR_DIR / "static"
 # --- Redis and Celery ---------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 REDIS_URL_SOURCE = source_of("REDIS_URL")  # for "cannot reach Redis at … (from …)"
-CELERY_BROKER_URL = REDIS_URL
+# F-85: with REDIS_SENTINELS=host:port,… the broker and Takt's own Redis
+# client find the master REDIS_SENTINEL_MASTER through Redis Sentinel and
+# follow it after a failover; REDIS_URL is then not used. REDIS_PASSWORD
+# and REDIS_DB are the master's (with Sentinel only: without, they are part
+# of REDIS_URL); REDIS_SENTINEL_PASSWORD is the sentinels' own, if any.
+REDIS_SENTINEL = sentinel_config(
+    env_str("REDIS_SENTINELS", ""),
+    master=env_str("REDIS_SENTINEL_MASTER", "mymaster").strip(),
+    password=env_str("REDIS_PASSWORD", ""),
+    sentinel_password=env_str("REDIS_SENTINEL_PASSWORD", ""),
+    db=env_int("REDIS_DB", 0, minimum=0, maximum=100_000),
+)
+CELERY_BROKER_URL = REDIS_SENTINEL.broker_url() if REDIS_SENTINEL else REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 # Late acks, prefetch 1, no requeue of a lost pool child's message: why in
@@ -141,6 +154,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "queue_order_strategy": "priority",
     "sep": ":",
     "priority_steps": list(range(10)),
+    **(REDIS_SENTINEL.transport_options() if REDIS_SENTINEL else {}),
 }
 CELERY_TASK_DEFAULT_QUEUE = "takt"
 # Celery's Django fixup closes every database connection before and after

@@ -75,7 +75,10 @@ def _takt_test_settings(redis_url: str) -> Iterator[None]:
     from scheduler_project.celery import app
 
     with override_settings(
-        TIME_ZONE=TEST_TIME_ZONE, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url
+        TIME_ZONE=TEST_TIME_ZONE,
+        REDIS_URL=redis_url,
+        CELERY_BROKER_URL=redis_url,
+        REDIS_SENTINEL=None,  # the private Redis even when the shell sets REDIS_SENTINELS
     ):
         app.conf.broker_url = redis_url
         yield

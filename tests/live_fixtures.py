@@ -71,6 +71,7 @@ def live_env(
         DJANGO_SETTINGS_MODULE="scheduler_project.settings",
         DATABASE_URL=url,
         REDIS_URL=redis_url,
+        REDIS_SENTINELS="",  # a test that wants Sentinel sets it (tests/e2e/test_sentinel_e2e.py)
         TAKT_JOB_MODULES="tests.sample_jobs",
         TAKT_TIME_ZONE="Europe/Berlin",
         TAKT_POLL_SECONDS="0.2",
