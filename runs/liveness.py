@@ -15,9 +15,11 @@ import logging
 import threading
 
 from django.conf import settings
+from django.utils import timezone
 
 from .delivery import alive_key
 from .locks import get_redis
+from .redis_age import note_data_start
 
 log = logging.getLogger("takt.liveness")
 
@@ -38,9 +40,14 @@ class Liveness:
         return self
 
     def beat(self) -> None:
-        """Write the key with its TTL (one SET); a Redis error is logged."""
+        """Write the key with its TTL, and date Redis's data if a loss wiped
+        that too (runs.redis_age), in one round trip; a Redis error is
+        logged."""
         try:
-            get_redis().set(self.key, "1", ex=self.ttl_s)
+            pipe = get_redis().pipeline(transaction=False)
+            pipe.set(self.key, "1", ex=self.ttl_s)
+            note_data_start(pipe, now=timezone.now())
+            pipe.execute()
         except Exception:
             log.exception("could not renew the liveness key of worker %s", self.hostname)
 

@@ -9,12 +9,16 @@ read a missing key as "dead" (lost runs, lost messages) first ask how old
 Redis's data is, and wait while it is younger than their grace.
 
 The age is kept in one key, ``<prefix>:redis:since``, written with SET NX
-(the first process to look after a loss writes it) and never expiring.
+and never expiring. Every worker writes it with its liveness key (every
+third of TAKT_WORKER_ALIVE_TTL_SECONDS, runs/liveness.py), so a loss is
+dated within seconds even when no check looked at the time; otherwise the
+first check to look after a loss writes it.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 
@@ -25,13 +29,19 @@ def since_key() -> str:
     return f"{settings.TAKT_KEY_PREFIX}:redis:since"
 
 
+def note_data_start(pipe: Any, *, now: datetime) -> None:
+    """Add the SET NX of the start of Redis's data to `pipe` (a pipeline a
+    process sends anyway): a no-op while the key exists."""
+    pipe.set(since_key(), f"{now.timestamp():.3f}", nx=True)
+
+
 def data_age_seconds(*, now: datetime) -> float:
     """Seconds since Redis's data began (0.0 right after a loss: this call
     then records `now` as the start). One round trip. Raises
     redis.RedisError when Redis cannot be reached."""
     stamp = f"{now.timestamp():.3f}"
     pipe = get_redis().pipeline(transaction=False)
-    pipe.set(since_key(), stamp, nx=True)
+    note_data_start(pipe, now=now)
     pipe.get(since_key())
     _, raw = pipe.execute()
     try:

@@ -26,3 +26,18 @@ def test_a_garbled_value_counts_from_now(redis_client):
     redis_client.set(since_key(), "not a time")
     assert data_age_seconds(now=T0) == 0.0
     assert data_age_seconds(now=T0 + timedelta(seconds=1)) == 1.0
+
+
+def test_a_workers_liveness_beat_dates_a_loss_before_any_check_looks(redis_client, settings):
+    """After a flush, the first worker liveness beat writes the start of
+    Redis's data: a check looking 20 s later sees 20 s, not 0 (it would
+    otherwise wait its whole grace from its first look)."""
+    from django.utils import timezone
+
+    from runs.liveness import Liveness
+
+    redis_client.flushdb()
+    Liveness("w1@host").beat()
+    assert redis_client.get("takt:alive:worker:w1@host") == b"1"
+    later = timezone.now() + timedelta(seconds=20)
+    assert 19.5 < data_age_seconds(now=later) <= 20.5
