@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import redis
 
@@ -32,11 +33,12 @@ class RedisServer:
         self.binary, self.port, self.workdir = binary, port, workdir
         self.url = f"redis://127.0.0.1:{port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.log: BinaryIO | None = None
         self.starts = 0
 
     def start(self, timeout_s: float = 10) -> None:
         self.starts += 1
-        log = (self.workdir / f"redis-{self.starts}.log").open("wb")
+        self.log = log = (self.workdir / f"redis-{self.starts}.log").open("wb")
         argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         argv += ["--appendonly", "no", "--dir", str(self.workdir)]
         self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
@@ -56,6 +58,8 @@ class RedisServer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=10)
+        if self.log is not None:
+            self.log.close()
 
 
 def children_of(pid: int) -> list[int]:
@@ -88,6 +92,8 @@ class Slot:
         return f"{self.kind}{self.index}"
 
     def start(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()  # a dead one: closes its log
         self.starts += 1
         self.proc = Proc(f"{self.name}-{self.starts}", self.argv, self.env, self.log_dir)
 

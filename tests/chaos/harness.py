@@ -138,7 +138,7 @@ def run_chaos(
             slot.stop()
         timeline = Timeline(
             window_start=window_start,
-            window_end=checked_at - timedelta(seconds=5),
+            window_end=checked_at - timedelta(seconds=10),
             chaos_start=chaos_start,
             chaos_end=chaos_end,
             checked_at=checked_at,
@@ -339,7 +339,13 @@ def _fetch(url: str, sql: str, params: list[Any] | None = None) -> list[dict[str
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute(sql, params)
         names = [d.name for d in cur.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    # In UTC, whatever the session's zone: the report prints them.
+    for row in rows:
+        for name, value in row.items():
+            if isinstance(value, datetime):
+                row[name] = value.astimezone(UTC)
+    return rows
 
 
 def _execute(url: str, sql: str) -> None:
