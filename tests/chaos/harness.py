@@ -46,6 +46,7 @@ from tests.processes import ROOT, free_port
 LOCK_TTL_S = 3
 POLL_S = 0.5
 STARTUP_TIMEOUT_S = 120
+CHILD_WAIT_S = 2.0  # a pool-child kill waits this long for a child that is executing
 COLLECTED = "collected.pickle"  # the data the analysis read, to re-run it (run.py --analyse)
 STUCK_AFTER_S = 15  # a queued or running run older than this at the check is stuck
 # The live processes' settings; the checks that scale with the lock TTL
@@ -306,29 +307,30 @@ def _act(
 def _kill_child(
     chaos: Chaos, workers: list[Slot], index: int, rng: random.Random
 ) -> list[threading.Thread]:
-    """SIGKILL one pool child, preferring one that is executing a run now
-    (an idle child's death tests nothing): of worker `index` if it has
-    one, else of any worker."""
-    executing = executing_pids(chaos.side_channel)
+    """SIGKILL one pool child, one that is executing a run (an idle
+    child's death tests nothing): of worker `index` if it has one, else of
+    any worker. The load comes in waves at whole seconds, so it waits up to
+    CHILD_WAIT_S for an execution, then takes an idle child of `index`."""
+    deadline = time.monotonic() + CHILD_WAIT_S
     order = [workers[index]] + [w for w in workers if w is not workers[index]]
-    choice = next(
-        (
-            (w, [p for p in w.pids()[1:] if p in executing])
-            for w in order
-            if any(p in executing for p in w.pids()[1:])
-        ),
-        (workers[index], workers[index].pids()[1:]),
-    )
-    slot, pids = choice
-    if not pids:
-        chaos.log_kill("skip", slot=slot.name, detail="no pool child to kill")
+    while True:
+        executing = executing_pids(chaos.side_channel)
+        found = [(w, p) for w in order for p in w.pids()[1:] if p in executing]
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    if found:
+        slot, pid = rng.choice([f for f in found if f[0] is found[0][0]])
+    elif workers[index].pids()[1:]:
+        slot, pid = workers[index], rng.choice(workers[index].pids()[1:])
+    else:
+        chaos.log_kill("skip", slot=workers[index].name, detail="no pool child to kill")
         return []
-    pid = rng.choice(pids)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return []
-    busy = "executing" if pid in executing else "idle"
+    busy = "executing" if found else "idle"
     chaos.log_kill(
         "kill child", slot=slot.name, pids=[pid], worker=f"chaos-w{slot.index}", busy=busy
     )

@@ -46,10 +46,21 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def executing_pids(path: Path) -> set[int]:
-    """Pids with a "start" line for a run and no "end" line yet."""
+def executing_pids(path: Path, tail_bytes: int = 65536) -> set[int]:
+    """Pids with a "start" line for a run and no "end" line yet, from the
+    file's last `tail_bytes` (an execution lasts well under a second)."""
     open_runs: set[tuple[int, int]] = set()
-    for line in read_lines(path):
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - tail_bytes))
+            lines = f.read().decode(errors="replace").splitlines()[1:]
+    except OSError:
+        return set()
+    for text in lines:
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
         key = (line["run"], line["pid"])
         if line["ev"] == "start":
             open_runs.add(key)
