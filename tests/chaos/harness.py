@@ -174,6 +174,8 @@ def run_chaos(
             f" {profile.chaos_s:g} s of chaos (seed {seed}), database outage"
             f" {profile.db_outage_s:g} s; {chaos_start:%Y-%m-%d %H:%M} UTC."
         )
+        meta = {"commit": report.commit, "header": report.header}
+        (workdir / "report.json").write_text(json.dumps(meta))
         (workdir / "table.md").write_text(report.markdown())
         say(report.markdown())
         return report
@@ -188,7 +190,8 @@ def reanalyse(workdir: Path) -> Report:
     """The analysis again, on the data a finished run saved in `workdir`."""
     collected = pickle.loads((workdir / COLLECTED).read_bytes())
     report = analyse(**collected)
-    report.commit = _commit()
+    meta = json.loads((workdir / "report.json").read_text())
+    report.commit, report.header = meta["commit"], meta["header"]
     return report
 
 
