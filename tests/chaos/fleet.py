@@ -86,16 +86,28 @@ class Slot:
     down_until: float = 0.0  # monotonic: held down (killed) until then
     starts: int = 0
     crashes: list[str] = field(default_factory=list)
+    orphans: list[int] = field(default_factory=list)  # pool children left by a main-only kill
 
     @property
     def name(self) -> str:
         return f"{self.kind}{self.index}"
 
-    def start(self) -> None:
+    def start(self) -> list[int]:
+        """Start it again; first SIGKILL the pool children a main-only kill
+        left (as a supervisor clears the service's cgroup). Returns their
+        pids (the orphans still alive, which a run may have been using)."""
+        alive = [pid for pid in self.orphans if Path(f"/proc/{pid}").exists()]
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.orphans = []
         if self.proc is not None:
             self.proc.stop()  # a dead one: closes its log
         self.starts += 1
         self.proc = Proc(f"{self.name}-{self.starts}", self.argv, self.env, self.log_dir)
+        return alive
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.popen.poll() is None
@@ -106,33 +118,39 @@ class Slot:
         assert self.proc is not None
         return [self.proc.pid, *children_of(self.proc.pid)]
 
-    def kill(self, hold_s: float) -> list[int]:
-        """SIGKILL the whole process group (main process and pool); it is
-        restarted by `supervise` after `hold_s` seconds. Returns the pids."""
+    def kill(self, hold_s: float, *, main_only: bool = False) -> list[int]:
+        """SIGKILL the whole process group (main process and pool), or with
+        `main_only` the main process alone (its pool children are orphaned
+        and go on with the run they have); it is restarted by `supervise`
+        after `hold_s` seconds. Returns the pids killed."""
         pids = self.pids()
         if self.proc is not None and pids:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                if main_only:
+                    os.kill(self.proc.pid, signal.SIGKILL)
+                    self.orphans, pids = pids[1:], pids[:1]
+                else:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             self.proc.popen.wait(timeout=10)
         self.down_until = time.monotonic() + hold_s
         return pids
 
-    def supervise(self) -> str | None:
+    def supervise(self) -> tuple[str | None, list[int]]:
         """Restart the process if it is dead and not held down; returns why
-        when it died by itself (not killed by the chaos)."""
+        when it died by itself (not killed by the chaos), and the orphans
+        killed before the restart."""
         if self.alive() or time.monotonic() < self.down_until:
-            return None
+            return None, []
         crashed = None
         if self.proc is not None and self.down_until == 0.0:
             crashed = f"{self.name} exited with {self.proc.popen.returncode}"
             self.crashes.append(crashed)
             self.down_until = time.monotonic() + CRASH_RESTART_S
-            return crashed
+            return crashed, []
         self.down_until = 0.0
-        self.start()
-        return crashed
+        return None, self.start()
 
     def stop(self) -> None:
         if self.proc is not None:

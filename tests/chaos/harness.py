@@ -240,9 +240,11 @@ def _wait_supervised(chaos: Chaos, seconds: float) -> None:
     deadline = time.monotonic() + max(0.0, seconds)
     while time.monotonic() < deadline:
         for slot in chaos.slots:
-            crashed = slot.supervise()
+            crashed, orphans = slot.supervise()
             if crashed:
                 chaos.log_kill("crashed", slot=slot.name, detail=crashed)
+            if orphans:  # their runs die here: the death map needs them
+                chaos.log_kill("kill orphans", slot=slot.name, pids=orphans)
         time.sleep(0.1)
 
 
@@ -274,7 +276,8 @@ def _act(
         if not slot.alive():
             chaos.log_kill("skip", slot=slot.name, detail="already down")
             return []
-        pids = slot.kill(event.restart_after_s)
+        main_only = event.target == "worker-main"
+        pids = slot.kill(event.restart_after_s, main_only=main_only)
         detail: dict[str, Any] = {
             "slot": slot.name,
             "pids": pids,
@@ -282,7 +285,7 @@ def _act(
         }
         if slot.kind == "worker":
             detail["worker"] = f"chaos-w{event.index}"
-        chaos.log_kill(f"kill {slot.kind}", **detail)
+        chaos.log_kill("kill worker main" if main_only else f"kill {slot.kind}", **detail)
         return []
     if event.action == "beats_down":
         pids = [pid for slot in beats for pid in slot.kill(event.restart_after_s)]

@@ -37,9 +37,11 @@ def long_profile(minutes: float) -> Profile:
 class Event:
     """At `at_s` seconds after the chaos began: `action` on `target`.
 
-    action: "kill" (SIGKILL; target "beat" or "worker" with its index, or
-    "child", one pool child of worker `index`), restarted `restart_after_s`
-    later; "beats_down" (both beats, `restart_after_s` = how long);
+    action: "kill" (SIGKILL; target "beat", "worker" (its process group:
+    main process and pool), "worker-main" (the main process alone: its
+    pool children are orphaned, and killed when it is restarted) with its
+    index, or "child", one pool child of worker `index`), restarted
+    `restart_after_s` later; "beats_down" (both beats, `restart_after_s` = how long);
     "redis_restart" (no persistence: the data is gone); "db_outage"
     (pg_ctl stop -m fast, started again after `restart_after_s`)."""
 
@@ -64,7 +66,7 @@ def plan_chaos(seed: int, profile: Profile) -> list[Event]:
     events: list[Event] = []
     t = rng.uniform(3, 8)
     while t < profile.chaos_s - 3:
-        target = rng.choice(("beat", "worker", "child"))
+        target = rng.choice(("beat", "worker", "worker-main", "child"))
         index = rng.randrange(BEATS if target == "beat" else WORKERS)
         restart = 0.0 if target == "child" else round(rng.uniform(1, 3), 1)
         events.append(Event(round(t, 1), "kill", target, index, restart))
