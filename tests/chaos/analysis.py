@@ -183,8 +183,11 @@ def analyse(
         f"run {r['id']} ({r['status']}, since {r['enqueued_at']:%H:%M:%S})" for r in stuck_mine[:5]
     ]
     report.row("fire times succeeded", classes["succeeded"])
-    report.row("lost by policy (killed mid-execution, no retry)", classes["lost_by_policy"])
-    report.row("skipped behind a live run (overlap policy)", classes["skipped_live"])
+    report.row(
+        "lost by policy (killed mid-execution, no retry per the job's policy)",
+        classes["lost_by_policy"],
+    )
+    report.row("skipped behind an active run not dead (overlap policy)", classes["skipped_live"])
     report.row("skipped by the missed-run policy", classes["missed_policy"])
     report.row(
         f"skipped behind a run dead > {timeline.dead_after_s:g} s", classes["skipped_dead"], 0

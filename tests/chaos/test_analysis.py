@@ -99,7 +99,7 @@ def test_a_skip_behind_a_run_killed_long_before_fails_one_behind_a_live_run_does
     rows += [run(i, T0 + i * SECOND, status="skipped", started_at=None) for i in range(1, 9)]
     kills = [{"action": "kill child", "wall": (T0 + 0.2 * SECOND).timestamp(), "pids": [100]}]
     result = check(rows, lines(0, end=False), kills=kills, timeline=tl, stuck=rows[:1])
-    assert result["skipped behind a live run (overlap policy)"] == 5  # 1..5 s after
+    assert result["skipped behind an active run not dead (overlap policy)"] == 5  # 1..5 s after
     assert result["skipped behind a run dead > 5.5 s"] == 3  # 6, 7, 8 s after
     assert result["runs queued/running 1 min after the chaos"] == 1
     assert result["without a successful execution (other)"] == 1  # run 0 itself
@@ -109,6 +109,6 @@ def test_a_skip_behind_a_run_killed_long_before_fails_one_behind_a_live_run_does
 def test_a_killed_run_marked_lost_without_retry_is_lost_by_policy() -> None:
     rows = [run(0, T0, status="lost")] + [run(i, T0 + i * SECOND) for i in range(1, 5)]
     result = check(rows, lines(0, end=False) + [x for i in range(1, 5) for x in lines(i)])
-    assert result["lost by policy (killed mid-execution, no retry)"] == 1
+    assert result["lost by policy (killed mid-execution, no retry per the job's policy)"] == 1
     assert result["executions killed mid-way"] == 1
     assert result["passed"]
