@@ -115,6 +115,7 @@ def analyse(
     crashes: list[str],
 ) -> Report:
     job_ids = {j["id"] for j in jobs}
+    policy = {j["id"]: j["overlap_policy"] for j in jobs}
     runs = [r for r in runs if r["job_id"] in job_ids]
     by_id = {r["id"]: r for r in runs}
     fire_rows: dict[tuple[int, datetime], list[dict[str, Any]]] = defaultdict(list)
@@ -162,6 +163,8 @@ def analyse(
             if row["started_at"] is not None:
                 lags.append((t, (row["started_at"] - t).total_seconds()))
             cls = _classify(row, chain, done, retried, runs, deaths, timeline)
+            if cls == "skipped_dead" and policy[job] != "skip":
+                cls = "skipped_dead_other"  # `allow` at max_instances: shown, not a criterion
             classes[cls] += 1
             if len(examples[cls]) < 5:
                 examples[cls].append(
@@ -190,7 +193,13 @@ def analyse(
     report.row("skipped behind an active run not dead (overlap policy)", classes["skipped_live"])
     report.row("skipped by the missed-run policy", classes["missed_policy"])
     report.row(
-        f"skipped behind a run dead > {timeline.dead_after_s:g} s", classes["skipped_dead"], 0
+        f"skip jobs: skipped behind a run dead > {timeline.dead_after_s:g} s",
+        classes["skipped_dead"],
+        0,
+    )
+    report.row(
+        f"other jobs: skipped behind a run dead > {timeline.dead_after_s:g} s",
+        classes["skipped_dead_other"],
     )
     report.row("without a successful execution (other)", classes["no_success"], 0)
     report.row(

@@ -100,10 +100,26 @@ def test_a_skip_behind_a_run_killed_long_before_fails_one_behind_a_live_run_does
     kills = [{"action": "kill child", "wall": (T0 + 0.2 * SECOND).timestamp(), "pids": [100]}]
     result = check(rows, lines(0, end=False), kills=kills, timeline=tl, stuck=rows[:1])
     assert result["skipped behind an active run not dead (overlap policy)"] == 5  # 1..5 s after
-    assert result["skipped behind a run dead > 5.5 s"] == 3  # 6, 7, 8 s after
+    assert result["skip jobs: skipped behind a run dead > 5.5 s"] == 3  # 6, 7, 8 s after
     assert result["runs queued/running 1 min after the chaos"] == 1
     assert result["without a successful execution (other)"] == 1  # run 0 itself
     assert not result["passed"]
+
+
+def test_a_skip_behind_a_dead_run_of_an_allow_job_is_shown_not_failed() -> None:
+    """The criterion is the issue's: fire times of `skip` jobs. An `allow`
+    job at max_instances behind a dead run is counted in its own row."""
+    rows = [run(0, T0, status="lost", finished_at=T0 + 9 * SECOND)]
+    rows += [run(8, T0 + 8 * SECOND, status="skipped", started_at=None, finished_at=None)]
+    kills = [{"action": "kill child", "wall": (T0 + 0.2 * SECOND).timestamp(), "pids": [100]}]
+    allow = {**JOB, "overlap_policy": "allow"}
+    report = analyse(
+        jobs=[allow], triggers=[EVERY_SECOND], runs=rows, stuck=[], executions=lines(0, end=False),
+        kills=kills, timeline=timeline(seconds=8), crashes=[],
+    )  # fmt: skip
+    result = {name: value for name, value, *_ in report.rows}
+    assert result["skip jobs: skipped behind a run dead > 5.5 s"] == 0
+    assert result["other jobs: skipped behind a run dead > 5.5 s"] == 1
 
 
 def test_a_killed_run_marked_lost_without_retry_is_lost_by_policy() -> None:
