@@ -6,6 +6,8 @@
 #   make test [ARGS="-k x"]  the pytest suite (DATABASE_URL=postgres://... for PostgreSQL)
 #   make lint                ruff check + ruff format --check
 #   make screenshots         the browser tests on SQLite, saving docs/images/admin/*.png
+#   make chaos [ARGS=...]    the chaos test, long form (about 10 min; kills, Redis
+#                            restart, database outage; see docs/failures.md)
 #   make bench               benchmarks, full matrix (20-40 min; see benchmarks/README.md)
 #   make bench-quick         benchmarks, small sizes (about 3 minutes)
 #   make clean               remove var/ (all local state), .venv and takt.egg-info
@@ -13,7 +15,7 @@
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint screenshots clean bench bench-quick
+.PHONY: help run test lint screenshots chaos clean bench bench-quick
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -30,6 +32,11 @@ lint:
 # SQLite whatever DATABASE_URL says: the pictures must not depend on it.
 screenshots:
 	@DATABASE_URL= TAKT_SCREENSHOTS=1 bash deploy/dev/test.sh -m browser tests/browser $(ARGS)
+
+# Its own PostgreSQL cluster and Redis: DATABASE_URL and REDIS_URL are not used.
+chaos:
+	@bash -c '. deploy/dev/lib.sh && cd "$$TAKT_ROOT" && takt_bootstrap && takt_ensure_redis_server \
+		&& exec nice "$$TAKT_VENV/bin/python" -m tests.chaos.run "$$@"' chaos $(ARGS)
 
 bench:
 	@bash benchmarks/bench.sh --profile full $(ARGS)
