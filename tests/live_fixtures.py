@@ -131,6 +131,7 @@ def start_process(live_env: dict[str, str], live_log_dir: Path) -> Iterator[Call
         proc.wait_for(ready, STARTUP_TIMEOUT_S)
         return proc
 
+    start.started = started  # type: ignore[attr-defined]  # see _stop_what_the_test_started
     yield start
     for proc in started:
         proc.stop()
@@ -182,3 +183,19 @@ def _answers(url: str) -> bool:
     except OSError:
         return False
     return True
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_the_test_started(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Processes a test started itself through `start_process` are stopped
+    when it ends, passed or failed: one left running would take the runs
+    that later tests publish (and, started on another database, run
+    another database's run ids)."""
+    if "start_process" not in request.fixturenames:
+        yield
+        return
+    started: list[Proc] = request.getfixturevalue("start_process").started
+    before = len(started)
+    yield
+    for proc in started[before:]:
+        proc.stop()

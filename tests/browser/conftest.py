@@ -46,6 +46,7 @@ except ImportError as exc:  # loud, at collection: never a silent skip
     ) from exc
 
 from tests.live_fixtures import (  # noqa: F401  (fixtures)
+    _stop_what_the_test_started,
     beat,
     live_env,
     live_log_dir,

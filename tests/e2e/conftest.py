@@ -5,6 +5,7 @@ tests/live_fixtures.py, shared with the browser tests."""
 from __future__ import annotations
 
 from tests.live_fixtures import (  # noqa: F401  (fixtures)
+    _stop_what_the_test_started,
     beat,
     live_env,
     live_log_dir,

@@ -84,13 +84,36 @@ class Outage:
         ]
 
 
+OWN_REDIS_DB = 7
+
+
+def own_redis_database(url: str, number: int) -> str:
+    """`url` with database `number`, emptied."""
+    base = url.rsplit("/", 1)[0]
+    own = f"{base}/{number}"
+    client = redis.Redis.from_url(own)
+    client.flushdb()
+    client.close()
+    return own
+
+
 @pytest.fixture(scope="module")
 def outage(live_env: dict[str, str]) -> Iterator[Outage]:
     cluster = PrivateCluster()
     try:
         cluster.start()
         url = cluster.create_database(DB)
-        env = {**live_env, "DATABASE_URL": url, "TAKT_LOCK_TTL_SECONDS": "3"}
+        # Its own Redis database, emptied: run and job ids start again in the
+        # private cluster, so another test's leftovers under the same ids
+        # (a cancel marker, a lock, a message mark) must not be seen here.
+        redis_url = own_redis_database(live_env["REDIS_URL"], OWN_REDIS_DB)
+        env = {
+            **live_env,
+            "DATABASE_URL": url,
+            "REDIS_URL": redis_url,
+            "CELERY_BROKER_URL": redis_url,
+            "TAKT_LOCK_TTL_SECONDS": "3",
+        }
         db = Outage(cluster, env)
         db.manage("migrate", "--noinput", "-v", "0")
         # The built-in hourly maintenance job must not fire during the tests.
@@ -217,7 +240,7 @@ def test_beat_and_worker_ride_out_a_restart_and_catch_up_the_missed_fire_times(
 
 
 def test_a_run_that_ends_while_the_database_is_down_is_recorded_once_when_it_is_back(
-    up, start_process, tmp_path, redis_url
+    up, start_process, tmp_path
 ):
     side = tmp_path / "sleeper.txt"
     key = "outage.sleeper"
@@ -235,7 +258,7 @@ def test_a_run_that_ends_while_the_database_is_down_is_recorded_once_when_it_is_
     time.sleep(0.8)
 
     up.cluster.stop()  # 1 s into the 3-second run
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(up.env["REDIS_URL"])
     time.sleep(5)  # the run ended 2 s ago; its lock's TTL (3 s) has passed
     assert client.exists(f"takt:lock:job:{job_id}"), "the job's lock lapsed during the outage"
     assert "database unavailable" in worker.log()
