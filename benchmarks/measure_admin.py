@@ -34,8 +34,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from . import seed, seed_admin
-from .suite_ctx import Ctx, row
+from benchmarks import seed, seed_admin
+from benchmarks.suite_ctx import Ctx, row
 
 PAGE_BUDGET_S = 60.0  # timed requests of one page stop after about this long
 PLANS_LOGGED = 3  # the slowest statements of a page whose plans go to the log file

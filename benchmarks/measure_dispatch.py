@@ -20,13 +20,12 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from benchmarks import seed
+from benchmarks.infra import start_beat
+from benchmarks.noop import noop_task
+from benchmarks.suite_ctx import Ctx, row, wait_until
 from jobs.models import Trigger
 from runs.models import Run
-
-from . import seed
-from .infra import start_beat
-from .noop import noop_task
-from .suite_ctx import Ctx, row, wait_until
 
 LEAD_S = 1.5
 TIMEOUT_S = 120

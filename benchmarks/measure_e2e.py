@@ -33,14 +33,13 @@ import psutil
 from django.db import connection
 from django.db.models import Max, Min
 
+from benchmarks import seed
+from benchmarks.infra import start_worker
+from benchmarks.noop import DONE_KEY, noop_task
+from benchmarks.suite_ctx import Ctx, row, wait_until
 from jobs.models import Job
 from runs.models import Run, RunStatus
 from runs.services import enqueue_job
-
-from . import seed
-from .infra import start_worker
-from .noop import DONE_KEY, noop_task
-from .suite_ctx import Ctx, row, wait_until
 
 WARMUP = 40
 CPU_PARTS = ("machine", "producer", "worker")

@@ -23,13 +23,12 @@ from typing import Any
 from django.db.models import F
 from django.utils import timezone
 
+from benchmarks import seed
+from benchmarks.infra import start_beat, start_worker
+from benchmarks.measure_e2e import plain_round
+from benchmarks.suite_ctx import Ctx, row, wait_until
 from jobs.models import Trigger
 from runs.models import Run, RunStatus
-
-from . import seed
-from .infra import start_beat, start_worker
-from .measure_e2e import plain_round
-from .suite_ctx import Ctx, row, wait_until
 
 # Shares of the jobs per interval (seconds): mostly minutely, a few fast ones.
 MIX = ((0.001, 1), (0.009, 10), (0.04, 30), (0.95, 60))

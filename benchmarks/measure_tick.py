@@ -20,9 +20,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import seed
-from .infra import ROOT, start_beat
-from .suite_ctx import Ctx, row
+from benchmarks import seed
+from benchmarks.infra import ROOT, start_beat
+from benchmarks.suite_ctx import Ctx, row
 
 BEAT_SETTLE_S = 3.5  # a few 1-second ticks before the RSS is read
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import infra, report
+from benchmarks import infra, report
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SUITE_TIMEOUT_S = {"quick": 6 * 60, "full": 50 * 60}

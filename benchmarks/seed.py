@@ -24,10 +24,9 @@ def wipe() -> None:
     """Delete every run, heartbeat, trigger, job and PeriodicTask."""
     from django_celery_beat.models import PeriodicTask, PeriodicTasks
 
+    from benchmarks.seed_bulk import empty
     from heartbeats.models import Heartbeat
     from runs.models import Run
-
-    from .seed_bulk import empty
 
     empty([Run, Heartbeat, Trigger, Job, PeriodicTask, PeriodicTasks])
     analyze()

@@ -24,11 +24,10 @@ from typing import Any
 
 from django.conf import settings
 
+from benchmarks import seed_bulk, seed_runs
 from jobs import triggers as core
 from jobs.models import Job, Trigger
 from jobs.presets import CalendarRule, CalendarSpec
-
-from . import seed_bulk, seed_runs
 
 SEED = 20261130
 DOMAINS = ("billing", "reports", "crm", "etl", "mail", "search", "backup", "inventory",
@@ -181,7 +180,7 @@ def plan_jobs(rng: random.Random, run_counts: list[int], now: datetime, db: seed
 def seed(sizes: Sizes, *, now: datetime, say: Any = print) -> Seeded:
     """Fill the (empty) database; returns what the pages need and how long
     each part took. `now` is the end of the 14 days of run history."""
-    from . import seed_dcb
+    from benchmarks import seed_dcb
 
     rng = random.Random(SEED)
     db = seed_bulk.Backend()

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from benchmarks import seed_bulk
 from heartbeats.models import Heartbeat
 from jobs.models import Job, Trigger
 from runs.models import Run
-
-from . import seed_bulk
 
 SPAN_S = 14 * 86400
 STATUSES = ((0.885, "succeeded"), (0.945, "failed"), (0.975, "skipped"), (0.985, "timed_out"),

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import infra
+from benchmarks import infra
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
@@ -63,7 +63,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from .suite_ctx import Ctx
+    from benchmarks.suite_ctx import Ctx
 
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env["DJANGO_SETTINGS_MODULE"] = "scheduler_project.settings"
@@ -82,7 +82,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _run(ctx: Any, cfg: dict[str, Any], wanted: list[str], out: Path) -> None:
-    from . import measure_admin, measure_dispatch, measure_e2e, measure_lag, measure_tick
+    from benchmarks import measure_admin, measure_dispatch, measure_e2e, measure_lag, measure_tick
 
     rows: list[dict[str, Any]] = []
     timings: dict[str, float] = {}

@@ -18,9 +18,9 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from .alerts import mark_seen
-from .models import Alert, Heartbeat
-from .status import operations_label
+from heartbeats.alerts import mark_seen
+from heartbeats.models import Alert, Heartbeat
+from heartbeats.status import operations_label
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
 

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 
-from .models import SEVERITY_RANK, Alert, AlertSeverity
-from .notify import NotifyEvent, notify_after_commit
+from heartbeats.models import SEVERITY_RANK, Alert, AlertSeverity
+from heartbeats.notify import NotifyEvent, notify_after_commit
 
 log = logging.getLogger("takt.heartbeats")
 

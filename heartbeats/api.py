@@ -35,10 +35,10 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .alerts import mark_seen
-from .models import STATE_CHOICES, Alert, AlertSeverity, Heartbeat
-from .ping import ping_view
-from .status import compute_deadline_at, operations_label
+from heartbeats.alerts import mark_seen
+from heartbeats.models import STATE_CHOICES, Alert, AlertSeverity, Heartbeat
+from heartbeats.ping import ping_view
+from heartbeats.status import compute_deadline_at, operations_label
 
 # Takt's own processes report as outside heartbeats under these names
 # (heartbeats.processes): `worker:<worker name>` and `beat@<host>`.

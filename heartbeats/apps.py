@@ -7,6 +7,6 @@ class HeartbeatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from .receivers import connect_all
+        from heartbeats.receivers import connect_all
 
         connect_all()

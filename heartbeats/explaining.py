@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.constraints import allows
 from jobs.explain import BeatFacts, Explanation, JobFacts, RunFacts, TriggerFacts, explain
 from jobs.models import Job, QueueState
@@ -19,8 +20,6 @@ from jobs.services import trigger_constraints, trigger_description
 from jobs.triggers import zone_of
 from runs.locks import job_lock, token_run_id
 from runs.models import Run, RunStatus
-
-from .processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 
 
 def _trigger_facts(job: Job, *, now: datetime) -> tuple[TriggerFacts, ...]:

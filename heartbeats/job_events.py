@@ -19,11 +19,10 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
+from heartbeats.alerts import raise_alert, resolve_alert
+from heartbeats.models import AlertSeverity
 from jobs.services import notify_events
 from runs.models import Run, RunStatus
-
-from .alerts import raise_alert, resolve_alert
-from .models import AlertSeverity
 
 log = logging.getLogger("takt.heartbeats")
 
@@ -49,7 +48,7 @@ def send_job_event(run: Run, event: str, message: str) -> None:
 
 
 def _deliver(payload: dict[str, Any]) -> None:
-    from .notify import _post_webhook
+    from heartbeats.notify import _post_webhook
 
     if settings.TAKT_ALERT_EMAILS:
         try:

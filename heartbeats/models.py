@@ -7,7 +7,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from .status import HeartbeatState
+from heartbeats.status import HeartbeatState
 
 STATE_CHOICES = [(state.value, state.value.capitalize()) for state in HeartbeatState]
 

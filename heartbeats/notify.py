@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.mail import get_connection, send_mail
 from django.db import transaction
 
-from .models import SEVERITY_RANK, Alert
+from heartbeats.models import SEVERITY_RANK, Alert
 
 log = logging.getLogger("takt.heartbeats")
 

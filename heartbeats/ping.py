@@ -26,10 +26,10 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from .alerts import raise_alert, resolve_alert
-from .models import AlertSeverity, Heartbeat
-from .services import overdue_alert_key
-from .status import HeartbeatState
+from heartbeats.alerts import raise_alert, resolve_alert
+from heartbeats.models import AlertSeverity, Heartbeat
+from heartbeats.services import overdue_alert_key
+from heartbeats.status import HeartbeatState
 
 log = logging.getLogger("takt.heartbeats")
 

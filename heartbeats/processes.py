@@ -19,10 +19,9 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
+from heartbeats.models import Heartbeat
+from heartbeats.status import HeartbeatState
 from runs.outage import OUTAGE, drop_connection, is_db_outage
-
-from .models import Heartbeat
-from .status import HeartbeatState
 
 log = logging.getLogger("takt.heartbeats")
 
@@ -65,7 +64,7 @@ class BeatReporter:
             return
         self._last = time.monotonic()
         try:
-            from .services import check_overdue
+            from heartbeats.services import check_overdue
 
             report_process(self.name, now=now, detail=self.detail)
             check_overdue(now=now)

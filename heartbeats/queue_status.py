@@ -9,11 +9,10 @@ from typing import Any
 
 from django.db.models import Count, Min
 
+from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.models import QueueState, Trigger
 from jobs.queue import lock_file_present
 from runs.models import Run, RunStatus
-
-from .processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 
 
 def queue_status(*, now: datetime) -> dict[str, Any]:

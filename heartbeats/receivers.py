@@ -13,7 +13,7 @@ log = logging.getLogger("takt.heartbeats")
 
 def worker_ready(sender: object = None, **kwargs: object) -> None:
     """A worker reports its own heartbeat (F-61) as `worker:<its name>`."""
-    from .processes import start_worker_reporter
+    from heartbeats.processes import start_worker_reporter
 
     hostname = getattr(sender, "hostname", None) or "unknown"
     controller = getattr(sender, "controller", None)
@@ -26,7 +26,7 @@ def maintenance_findings(
 ) -> None:
     """Maintenance findings become alerts (F-62, F-71..F-73): expired runs, a
     failed cleanup section, schema problems, too-short retry delays."""
-    from .alerts import raise_alert
+    from heartbeats.alerts import raise_alert
 
     for finding in getattr(report, "findings", []):
         raise_alert(
@@ -47,7 +47,7 @@ def catchup_capped(
     **kwargs: object,
 ) -> None:
     """F-62: a run_all catch-up that had to leave missed fire times out."""
-    from .alerts import raise_alert
+    from heartbeats.alerts import raise_alert
 
     try:
         raise_alert(
@@ -64,11 +64,10 @@ def catchup_capped(
 def connect_all() -> None:
     from celery import signals as celery_signals
 
+    from heartbeats.job_events import on_run_running_long, on_run_started
+    from heartbeats.services import on_run_finished
     from runs import signals
     from runs.maintenance import maintenance_finished
-
-    from .job_events import on_run_running_long, on_run_started
-    from .services import on_run_finished
 
     for signal, receiver, uid in (
         (signals.run_finished, on_run_finished, "record_run"),

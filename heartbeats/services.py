@@ -16,12 +16,11 @@ from django.db import connection, transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from heartbeats.alerts import raise_alert, resolve_alert
+from heartbeats.models import AlertSeverity, Heartbeat
+from heartbeats.statements import Reported, update_or_create_heartbeat, upsert_heartbeat
+from heartbeats.status import HeartbeatState, compute_deadline_at, compute_state
 from runs.models import Run, RunStatus
-
-from .alerts import raise_alert, resolve_alert
-from .models import AlertSeverity, Heartbeat
-from .statements import Reported, update_or_create_heartbeat, upsert_heartbeat
-from .status import HeartbeatState, compute_deadline_at, compute_state
 
 log = logging.getLogger("takt.heartbeats")
 
@@ -103,7 +102,7 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
     """Receiver of runs.signals.run_finished: the job's own notifications
     (F-63), the heartbeat, then its alerts."""
     try:
-        from .job_events import on_run_ended
+        from heartbeats.job_events import on_run_ended
 
         on_run_ended(run)
     except Exception:

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from .models import Heartbeat
+from heartbeats.models import Heartbeat
 
 
 class Reported(NamedTuple):

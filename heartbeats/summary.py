@@ -11,11 +11,10 @@ from typing import Any
 
 from django.db.models import Count
 
+from heartbeats.models import Alert, Heartbeat
+from heartbeats.queue_status import queue_status
+from heartbeats.status import HeartbeatState
 from jobs.models import Trigger
-
-from .models import Alert, Heartbeat
-from .queue_status import queue_status
-from .status import HeartbeatState
 
 NEXT_RUNS = 8
 FAILED_JOBS = 6

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .registry import takt_job
+from jobs.registry import takt_job
 
 if TYPE_CHECKING:
     from runs.models import Run

@@ -23,13 +23,9 @@ from django.views.decorators.http import require_POST
 from redis import RedisError
 
 from heartbeats.explaining import explain_job  # the admin is glue over all three apps
-from runs.connectivity import redis_unreachable_message
-from runs.models import Run, RunTrigger
-from runs.services import enqueue_job
-
-from . import services
-from .admin_list import JobChangeList, with_page_relations
-from .admin_panels import (
+from jobs import services
+from jobs.admin_list import JobChangeList, with_page_relations
+from jobs.admin_panels import (
     dispatch_summary,
     explanation_view,
     limit_text,
@@ -39,9 +35,9 @@ from .admin_panels import (
     run_history,
     titled,
 )
-from .calendar_admin import HolidayCalendarAdmin  # noqa: F401  (registers it)
-from .definitions import OPERATOR_FIELDS
-from .display import (
+from jobs.calendar_admin import HolidayCalendarAdmin  # noqa: F401  (registers it)
+from jobs.definitions import OPERATOR_FIELDS
+from jobs.display import (
     ADMIN_CSS,
     ADMIN_JS,
     EMPTY,
@@ -51,12 +47,15 @@ from .display import (
     time_html,
     times_in_text,
 )
-from .errors import TaktError
-from .import_admin import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
-from .models import Job
-from .queue_admin import QueueStateAdmin  # noqa: F401  (registers the queue page)
-from .timeline_admin import timeline_urls
-from .trigger_admin import TriggerInline
+from jobs.errors import TaktError
+from jobs.import_admin import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
+from jobs.models import Job
+from jobs.queue_admin import QueueStateAdmin  # noqa: F401  (registers the queue page)
+from jobs.timeline_admin import timeline_urls
+from jobs.trigger_admin import TriggerInline
+from runs.connectivity import redis_unreachable_message
+from runs.models import Run, RunTrigger
+from runs.services import enqueue_job
 
 
 class BackfillForm(forms.Form):

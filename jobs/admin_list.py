@@ -17,9 +17,8 @@ from typing import Any
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import Min, OuterRef, Prefetch, QuerySet, Subquery
 
+from jobs.models import Job, Trigger
 from runs.models import Run
-
-from .models import Job, Trigger
 
 
 def with_page_relations(queryset: QuerySet[Job]) -> QuerySet[Job]:

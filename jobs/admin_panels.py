@@ -8,12 +8,11 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from jobs.display import duration_text, run_duration_text, status_badge, time_html, times_in_text
+from jobs.explain import Check, Explanation
+from jobs.models import Job
+from jobs.services import notify_events
 from runs.models import Run
-
-from .display import duration_text, run_duration_text, status_badge, time_html, times_in_text
-from .explain import Check, Explanation
-from .models import Job
-from .services import notify_events
 
 HISTORY_ROWS = 25
 

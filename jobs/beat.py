@@ -59,14 +59,14 @@ class TaktScheduler(Scheduler):
         from django.conf import settings
         from django.utils import timezone
 
-        from . import registry
-        from .models import Job
+        from jobs import registry
+        from jobs.models import Job
 
         declared = settings.TAKT_JOBS or settings.TAKT_JOBS_FILE or registry.declared_by_decorator()
         if not declared and not Job.objects.filter(code_managed=True, key__isnull=False).exists():
             # Nothing to sync: spare the beat the serializers' imports (~20 MB).
             return
-        from .declared import sync_declared_jobs
+        from jobs.declared import sync_declared_jobs
 
         report = sync_declared_jobs(now=timezone.now())
         log.info("jobs declared in code: %s", report.summary())
@@ -87,9 +87,8 @@ class TaktScheduler(Scheduler):
         """One pass; returns the seconds to sleep before the next one."""
         from django.utils import timezone
 
+        from jobs.ticks import run_tick
         from scheduler_project.connections import ConnectionReuse
-
-        from .ticks import run_tick
 
         poll = float(settings.TAKT_POLL_SECONDS)
         if self._connection is None:

@@ -11,9 +11,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html_join
 
-from . import services
-from .calendars import upcoming_days
-from .models import HolidayCalendar
+from jobs import services
+from jobs.calendars import upcoming_days
+from jobs.models import HolidayCalendar
 
 CALENDAR_PREVIEW_COUNT = 10
 

@@ -21,7 +21,7 @@ import holidays
 from django.core.exceptions import ValidationError
 
 if TYPE_CHECKING:
-    from .models import HolidayCalendar
+    from jobs.models import HolidayCalendar
 
 
 def parse_extra_dates(text: str) -> dict[date, str]:

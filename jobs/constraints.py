@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from .cron import TriggerError, cron_fire_times, zone_of
+from jobs.cron import TriggerError, cron_fire_times, zone_of
 
 MAX_GAP = timedelta(days=1830)  # about 5 years
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")

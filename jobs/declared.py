@@ -41,11 +41,11 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 
-from . import registry
-from .definitions import OPERATOR_FIELDS, save_definition
-from .exchange import InvalidDefinition, job_state, parse_definition, plan_changes, plan_job
-from .models import Job
-from .policies import JobKind, TriggerKind
+from jobs import registry
+from jobs.definitions import OPERATOR_FIELDS, save_definition
+from jobs.exchange import InvalidDefinition, job_state, parse_definition, plan_changes, plan_job
+from jobs.models import Job
+from jobs.policies import JobKind, TriggerKind
 
 log = logging.getLogger("takt.declared")
 

@@ -27,10 +27,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from . import triggers as core
-from .models import HolidayCalendar, Job, Trigger
-from .policies import TriggerKind
-from .services import SCHEDULE_FIELDS, stage_exclude_calendars
+from jobs import triggers as core
+from jobs.models import HolidayCalendar, Job, Trigger
+from jobs.policies import TriggerKind
+from jobs.services import SCHEDULE_FIELDS, stage_exclude_calendars
 
 # Fields a definition carries, derived from the models so a new field
 # round-trips through export and import without being listed here.

@@ -29,18 +29,18 @@ import yaml
 from django.db import transaction
 from django.db.models import QuerySet
 
-from .api.serializers import JobSerializer, TriggerSerializer
-from .definitions import (
+from jobs.api.serializers import JobSerializer, TriggerSerializer
+from jobs.definitions import (
     JOB_FIELDS,
     TRIGGER_FIELDS,
     DefinitionInvalid,
     DefinitionPlan,
     plan_definition,
 )
-from .errors import TaktError
-from .models import Job
-from .policies import TriggerKind
-from .services import trigger_description
+from jobs.errors import TaktError
+from jobs.models import Job
+from jobs.policies import TriggerKind
+from jobs.services import trigger_description
 
 FORMATS = ("yaml", "json")
 EXPORT_TRIGGER_FIELDS = (*TRIGGER_FIELDS, "exclude_calendars")
@@ -284,7 +284,7 @@ def import_jobs(
     # On PostgreSQL (READ COMMITTED) planning inside saw no steadier data.
     items = _plan_import(entries, now=now, report=lambda n, note: report(n, steps, note))
     if not dry_run:
-        from .definitions import save_definition
+        from jobs.definitions import save_definition
 
         with transaction.atomic():
             for n, item in enumerate(items, start=len(entries) + 1):

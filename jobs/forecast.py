@@ -42,9 +42,9 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from cronsim import CronSim
 
-from .constraints import Constraints, allows
-from .cron import TriggerError, canonical_timezone, compile_cron, zone_of
-from .local_hours import (
+from jobs.constraints import Constraints, allows
+from jobs.cron import TriggerError, canonical_timezone, compile_cron, zone_of
+from jobs.local_hours import (
     DAY_US,
     HOUR_US,
     SECOND_US,
@@ -57,8 +57,8 @@ from .local_hours import (
     to_us,
     walk,
 )
-from .presets import CalendarSpec, calendar_cron
-from .triggers import CronSpec, IntervalAnchor, IntervalSpec, OnceSpec, TriggerSpec
+from jobs.presets import CalendarSpec, calendar_cron
+from jobs.triggers import CronSpec, IntervalAnchor, IntervalSpec, OnceSpec, TriggerSpec
 
 __all__ = ["Busy", "Forecast", "LoadTrigger", "compute_forecast"]
 

@@ -26,9 +26,9 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
-from .errors import InvalidInput, TaktError
-from .exchange import format_of
-from .importing import check_text, plan_lines, summary_line
+from jobs.errors import InvalidInput, TaktError
+from jobs.exchange import format_of
+from jobs.importing import check_text, plan_lines, summary_line
 
 INLINE_RUN_NOW_MAX = 20  # "Run now" on more selected jobs runs as an operation
 MAX_IMPORT_BYTES = 2_000_000  # under Django's DATA_UPLOAD_MAX_MEMORY_SIZE: the text is posted back

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .exchange import ImportItem, ImportProgress, InvalidDefinition, import_jobs, load
+from jobs.exchange import ImportItem, ImportProgress, InvalidDefinition, import_jobs, load
 
 ACTIONS = ("create", "update", "unchanged")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from .cron import TriggerError
+from jobs.cron import TriggerError
 
 MAX_JITTER_S = 86_400
 

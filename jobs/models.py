@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
-from .policies import (
+from jobs.policies import (
     ApiTriggerPermission,
     CalendarRuleChoice,
     CatchupPick,
@@ -23,7 +23,7 @@ from .policies import (
     TimeoutAction,
     TriggerKind,
 )
-from .presets import MONTH_NAMES
+from jobs.presets import MONTH_NAMES
 
 
 def default_timeout_s() -> int:
@@ -190,7 +190,7 @@ class Job(models.Model):
         return f"{self.name} (#{self.pk})" if self.pk else self.name
 
     def clean(self) -> None:
-        from .services import validate_job
+        from jobs.services import validate_job
 
         validate_job(self)
 
@@ -205,7 +205,7 @@ class Job(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         super().save(*args, **kwargs)
-        from .services import sync_trigger_activity
+        from jobs.services import sync_trigger_activity
 
         sync_trigger_activity([self.pk])
 
@@ -307,7 +307,7 @@ class Trigger(models.Model):
         ]
 
     def __str__(self) -> str:
-        from .services import trigger_description
+        from jobs.services import trigger_description
 
         return trigger_description(self)
 
@@ -319,14 +319,14 @@ class Trigger(models.Model):
         return instance
 
     def clean(self) -> None:
-        from .services import validate_trigger
+        from jobs.services import validate_trigger
 
         validate_trigger(self, now=dj_timezone.now())
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Compute next_run_at and `active` from the schedule fields; see
         jobs.services.apply_schedule."""
-        from .services import apply_schedule, schedule_changed
+        from jobs.services import apply_schedule, schedule_changed
 
         if (
             self.pk is not None
@@ -402,11 +402,11 @@ class HolidayCalendar(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from .calendars import validate_calendar
+        from jobs.calendars import validate_calendar
 
         validate_calendar(self)
 
 
-from .tokens import ApiToken  # noqa: E402  (a model of this app, kept in its own module)
+from jobs.tokens import ApiToken  # noqa: E402  (a model of this app, kept in its own module)
 
 __all__ = ["ApiToken", "HolidayCalendar", "Job", "QueueState", "Trigger"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import time
 from enum import StrEnum
 
-from .constraints import Constraints
-from .cron import TriggerError
+from jobs.constraints import Constraints
+from jobs.cron import TriggerError
 
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",

@@ -13,9 +13,9 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from . import triggers as core
-from .models import HolidayCalendar, Trigger
-from .services import stage_exclude_calendars, trigger_spec
+from jobs import triggers as core
+from jobs.models import HolidayCalendar, Trigger
+from jobs.services import stage_exclude_calendars, trigger_spec
 
 MAX_COUNT = 50
 

@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from .models import QueueState
+from jobs.models import QueueState
 
 log = logging.getLogger("takt.queue")
 

@@ -18,11 +18,10 @@ from django.utils import timezone
 from redis import RedisError
 
 from heartbeats.queue_status import queue_status  # the admin is glue over all three apps
+from jobs import queue
+from jobs.display import ADMIN_CSS, ADMIN_JS
+from jobs.models import QueueState
 from runs.connectivity import redis_unreachable_message
-
-from . import queue
-from .display import ADMIN_CSS, ADMIN_JS
-from .models import QueueState
 
 
 class PauseForm(forms.Form):

@@ -67,7 +67,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import assert_never
 
-from .triggers import (
+from jobs.triggers import (
     IntervalAnchor,
     IntervalSpec,
     TriggerError,

@@ -19,11 +19,11 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone as dj_timezone
 
-from . import registry
-from . import triggers as core
-from .calendars import calendar_days
-from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
-from .policies import (
+from jobs import registry
+from jobs import triggers as core
+from jobs.calendars import calendar_days
+from jobs.models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
+from jobs.policies import (
     CalendarRuleChoice,
     JobKind,
     OverlapPolicy,
@@ -362,7 +362,7 @@ def missed_run_rules(job: Job, *, coalesce_until: datetime | None = None) -> Any
     times up to `coalesce_until` (the last queue resume) are caught up once,
     whatever the policy (F-28). Values are checked by the pure core's
     validate_missed_run_rules, which also turns them into its enums."""
-    from .scheduling import MissedRunRules
+    from jobs.scheduling import MissedRunRules
 
     window = job.catchup_window_s
     return MissedRunRules(
@@ -378,9 +378,8 @@ def missed_run_rules(job: Job, *, coalesce_until: datetime | None = None) -> Any
 def _validate_policies(job: Job) -> None:
     """The overlap, retry and catch-up settings together (the pure core's
     checks, so the admin, the API and the commands agree)."""
+    from jobs.scheduling import validate_missed_run_rules
     from runs.transitions import validate_overlap_rules, validate_retry_rules
-
-    from .scheduling import validate_missed_run_rules
 
     if job.overlap_policy not in OverlapPolicy.values:
         raise ValidationError({"overlap_policy": f"unknown overlap policy {job.overlap_policy!r}"})

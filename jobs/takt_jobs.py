@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import takt_job
+from jobs.registry import takt_job
 
 
 @takt_job("takt.hello_world")
@@ -12,7 +12,7 @@ def hello_world(job: Any) -> str:
     """F-05: greet, and show what a job can see."""
     from django.utils import timezone
 
-    from .models import Job
+    from jobs.models import Job
 
     job.log(f"Hello, world! This is {job.name!r}.")
     job.log(f"Started by trigger: {job.trigger}")

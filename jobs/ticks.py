@@ -13,9 +13,9 @@ from django.db import connection
 from django.db.models import Min
 from django.utils import timezone
 
-from .models import QueueState, Trigger
-from .queue import lock_file_present, mirror, resume_queue_if_due
-from .services import resume_due_jobs
+from jobs.models import QueueState, Trigger
+from jobs.queue import lock_file_present, mirror, resume_queue_if_due
+from jobs.services import resume_due_jobs
 
 log = logging.getLogger("takt.beat")
 

@@ -25,9 +25,9 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
 
-from .forecast import MAX_DAYS
-from .models import Job, Trigger
-from .timeline_data import (
+from jobs.forecast import MAX_DAYS
+from jobs.models import Job, Trigger
+from jobs.timeline_data import (
     DEFAULT_FUTURE,
     DEFAULT_PAST,
     BadInput,

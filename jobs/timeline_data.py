@@ -21,13 +21,12 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max, prefetch_related_objects
 from django.urls import reverse
 
+from jobs import display, services
+from jobs.forecast import LoadTrigger, compute_forecast
+from jobs.models import Job, Trigger
+from jobs.policies import TimeoutAction
+from jobs.triggers import TriggerError, iter_fire_times
 from runs.models import Run, RunStatus
-
-from . import display, services
-from .forecast import LoadTrigger, compute_forecast
-from .models import Job, Trigger
-from .policies import TimeoutAction
-from .triggers import TriggerError, iter_fire_times
 
 log = logging.getLogger("takt.jobs")
 

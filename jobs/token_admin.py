@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from .tokens import PREFIX, ApiToken
+from jobs.tokens import PREFIX, ApiToken
 
 
 @admin.register(ApiToken)

@@ -13,11 +13,11 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from . import services
-from . import triggers as core
-from .constraints import WEEKDAY_NAMES
-from .display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
-from .models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
+from jobs import services
+from jobs import triggers as core
+from jobs.constraints import WEEKDAY_NAMES
+from jobs.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
+from jobs.models import ALL_WEEKDAYS, HolidayCalendar, Job, Trigger
 
 PREVIEW_COUNT = 5
 

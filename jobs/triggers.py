@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from enum import StrEnum
 from typing import assert_never
 
-from .constraints import (
+from jobs.constraints import (
     MAX_GAP,
     Constraints,
     allowed_cron_times,
@@ -34,7 +34,7 @@ from .constraints import (
     weekday_words,
     window_words,
 )
-from .cron import (
+from jobs.cron import (
     TriggerError,
     canonical_timezone,
     compile_cron,
@@ -44,8 +44,8 @@ from .cron import (
     normalize_cron,
     zone_of,
 )
-from .jitter import compute_jitter, validate_jitter
-from .presets import CalendarRule, CalendarSpec, calendar_cron, calendar_words, check_calendar
+from jobs.jitter import compute_jitter, validate_jitter
+from jobs.presets import CalendarRule, CalendarSpec, calendar_cron, calendar_words, check_calendar
 
 __all__ = [
     "MAX_GAP",

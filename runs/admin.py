@@ -29,8 +29,7 @@ from jobs.display import (
 )
 from jobs.errors import TaktError
 from jobs.models import Job
-
-from .admin_filters import (
+from runs.admin_filters import (
     JOB_MATCHES,
     CappedPaginator,
     EnqueuedFilter,
@@ -38,9 +37,9 @@ from .admin_filters import (
     EnqueuedToFilter,
     JobFilter,
 )
-from .cancel import cancel_run
-from .live import live_urls
-from .models import ACTIVE_STATUSES, AuditRecord, Run
+from runs.cancel import cancel_run
+from runs.live import live_urls
+from runs.models import ACTIVE_STATUSES, AuditRecord, Run
 
 
 def time_column(field: str, label: str, *, compact: bool = False) -> Any:

@@ -24,9 +24,8 @@ from rest_framework.response import Response
 
 from jobs.api.auth import is_user, job_token
 from jobs.policies import ApiTriggerPermission
-
-from .cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
-from .models import Run, RunStatus, RunTrigger
+from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
+from runs.models import Run, RunStatus, RunTrigger
 
 
 class RunSerializer(serializers.ModelSerializer):

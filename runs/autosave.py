@@ -29,9 +29,9 @@ import threading
 import time
 from typing import Any
 
-from .context import JobContext
-from .models import Run, RunStatus
-from .outage import OUTAGE, drop_connection, is_db_outage
+from runs.context import JobContext
+from runs.models import Run, RunStatus
+from runs.outage import OUTAGE, drop_connection, is_db_outage
 
 log = logging.getLogger("takt.execution")
 

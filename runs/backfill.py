@@ -23,11 +23,10 @@ from jobs.errors import InvalidInput
 from jobs.models import Job
 from jobs.services import trigger_spec
 from jobs.triggers import iter_fire_times
-
-from .models import Run, RunStatus, RunTrigger
-from .overlap import activity, admit
-from .publish import publish_after_commit
-from .transitions import Admission, Overlap
+from runs.models import Run, RunStatus, RunTrigger
+from runs.overlap import activity, admit
+from runs.publish import publish_after_commit
+from runs.transitions import Admission, Overlap
 
 MAX_FIRE_TIMES = 1000
 

@@ -40,13 +40,12 @@ from django.db import transaction
 
 from jobs.display import utc_text
 from jobs.errors import InvalidInput, TaktError
-
-from .decisions import Decision, record
-from .locks import get_redis
-from .models import Run, RunStatus, task_id_for
-from .overlap import release_cancelled_locks, release_next_held, revoke_after_commit
-from .redis_client import redis_location
-from .services import finish_run
+from runs.decisions import Decision, record
+from runs.locks import get_redis
+from runs.models import Run, RunStatus, task_id_for
+from runs.overlap import release_cancelled_locks, release_next_held, revoke_after_commit
+from runs.redis_client import redis_location
+from runs.services import finish_run
 
 log = logging.getLogger("takt.runs")
 

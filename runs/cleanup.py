@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from .models import FINISHED_STATUSES, AuditRecord, Run
+from runs.models import FINISHED_STATUSES, AuditRecord, Run
 
 log = logging.getLogger("takt.maintenance")
 

@@ -14,8 +14,8 @@ import redis
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from .locks import get_redis
-from .redis_client import redis_location
+from runs.locks import get_redis
+from runs.redis_client import redis_location
 
 
 def masked_url(url: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .progress import Progress, check_progress
+from runs.progress import Progress, check_progress
 
 log = logging.getLogger("takt.job")
 

@@ -61,7 +61,7 @@ def decision_fields(decision: Decision) -> dict[str, str]:
 
 def record(decisions: Iterable[Decision]) -> None:
     """Append decisions to the log (one pipelined round trip)."""
-    from .locks import get_redis
+    from runs.locks import get_redis
 
     items = list(decisions)
     if not items:
@@ -80,7 +80,7 @@ def record(decisions: Iterable[Decision]) -> None:
 def query(*, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The newest decisions first, optionally of one job (scans at most
     20 × limit entries back)."""
-    from .locks import get_redis
+    from runs.locks import get_redis
 
     out: list[dict[str, Any]] = []
     for entry_id, raw in get_redis().xrevrange(decision_key(), count=max(limit, 1) * 20):

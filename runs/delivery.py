@@ -44,10 +44,10 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from .decisions import Decision, record
-from .locks import get_redis
-from .models import Run, RunStatus
-from .redis_age import data_age_seconds
+from runs.decisions import Decision, record
+from runs.locks import get_redis
+from runs.models import Run, RunStatus
+from runs.redis_age import data_age_seconds
 
 log = logging.getLogger("takt.delivery")
 
@@ -163,7 +163,7 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     statements (the compare-and-set that keeps two beats from sending the
     same run) and the publish. Raises redis.RedisError when
     Redis cannot be reached (the beat's tick logs it)."""
-    from .publish import publish_runs
+    from runs.publish import publish_runs
 
     cutoff = now - timedelta(seconds=settings.TAKT_RESEND_AFTER_SECONDS)
     page = _candidates(cutoff=cutoff, now=now, after=None, limit=batch)

@@ -43,12 +43,11 @@ from jobs.scheduling import (
 )
 from jobs.services import missed_run_rules, trigger_spec
 from jobs.triggers import compute_jitter
-
-from .decisions import Decision
-from .models import Run, RunStatus, RunTrigger
-from .overlap import activity, admit, cancel_active_runs, revoke_after_commit
-from .statements import advance_triggers
-from .transitions import Admission
+from runs.decisions import Decision
+from runs.models import Run, RunStatus, RunTrigger
+from runs.overlap import activity, admit, cancel_active_runs, revoke_after_commit
+from runs.statements import advance_triggers
+from runs.transitions import Admission
 
 log = logging.getLogger("takt.dispatch")
 

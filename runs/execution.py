@@ -45,24 +45,23 @@ from django.utils import timezone
 from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
 from jobs.services import notify_events, overlap_rules
-
-from .autosave import Autosave
-from .context import JobContext, JobFailed
-from .decisions import Decision, record
-from .dispatch import MAINTENANCE_REFUSAL
-from .locks import CANCELLED_RUN, MAINTENANCE, PAUSED, JobLock, LockKeeper, acquire_slot
-from .metrics import count_lock_wait, release_and_count
-from .models import Run, RunStatus, RunTrigger
-from .outage import retry_through_outage
-from .overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
-from .redis_client import write_through_failover
-from .retries import plan_retry
-from .services import finish_run, start_run
-from .signals import run_started
-from .statements import load_run, start_plain_run
-from .stopping import GATE, CancelWatch, save_cancelled_output
-from .transitions import Overlap, StartAction, compute_start_action
-from .watches import LongRunWatch, TimeoutWatch, send_signal
+from runs.autosave import Autosave
+from runs.context import JobContext, JobFailed
+from runs.decisions import Decision, record
+from runs.dispatch import MAINTENANCE_REFUSAL
+from runs.locks import CANCELLED_RUN, MAINTENANCE, PAUSED, JobLock, LockKeeper, acquire_slot
+from runs.metrics import count_lock_wait, release_and_count
+from runs.models import Run, RunStatus, RunTrigger
+from runs.outage import retry_through_outage
+from runs.overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
+from runs.redis_client import write_through_failover
+from runs.retries import plan_retry
+from runs.services import finish_run, start_run
+from runs.signals import run_started
+from runs.statements import load_run, start_plain_run
+from runs.stopping import GATE, CancelWatch, save_cancelled_output
+from runs.transitions import Overlap, StartAction, compute_start_action
+from runs.watches import LongRunWatch, TimeoutWatch, send_signal
 
 log = logging.getLogger("takt.execution")
 

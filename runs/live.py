@@ -33,9 +33,8 @@ from django.urls import URLPattern, path
 from django.utils import timezone
 
 from jobs import display
-
-from .models import ACTIVE_STATUSES, Run, RunStatus
-from .progress import progress_from_json
+from runs.models import ACTIVE_STATUSES, Run, RunStatus
+from runs.progress import progress_from_json
 
 LIVE_OUTPUT_CHARS = 32_000
 NO_WORKER = "waiting for a worker: none is running"

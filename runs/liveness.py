@@ -17,9 +17,9 @@ import threading
 from django.conf import settings
 from django.utils import timezone
 
-from .delivery import alive_key
-from .locks import get_redis
-from .redis_age import note_data_start
+from runs.delivery import alive_key
+from runs.locks import get_redis
+from runs.redis_age import note_data_start
 
 log = logging.getLogger("takt.liveness")
 

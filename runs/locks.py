@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 
-from .redis_client import redis_client
+from runs.redis_client import redis_client
 
 log = logging.getLogger("takt.locks")
 

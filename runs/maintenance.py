@@ -32,10 +32,9 @@ from django.db.models import F, Max, Q
 from django.dispatch import Signal
 
 from jobs.models import Job
-
-from . import cleanup, recovery
-from .models import Run, RunStatus
-from .progress import ProgressCallback, Steps
+from runs import cleanup, recovery
+from runs.models import Run, RunStatus
+from runs.progress import ProgressCallback, Steps
 
 log = logging.getLogger("takt.maintenance")
 

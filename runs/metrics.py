@@ -20,7 +20,7 @@ from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from .decisions import Decision, decision_fields, decision_key, log_size
+from runs.decisions import Decision, decision_fields, decision_key, log_size
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
@@ -59,7 +59,7 @@ def release_and_count(lock: Any, *, status: str, lag_s: float | None, decision: 
     """Release `lock` (by token), count the run's end, add its `end` entry
     to the decision log (F-65) and delete the run's message mark (it needs
     no re-send any more), in one round trip."""
-    from .delivery import mark_key
+    from runs.delivery import mark_key
 
     bucket = "" if lag_s is None else lag_bucket(max(lag_s, 0.0))
     mark = mark_key("none" if decision.run_id is None else decision.run_id)
@@ -70,7 +70,7 @@ def release_and_count(lock: Any, *, status: str, lag_s: float | None, decision: 
 
 
 def count_lock_wait(outcome: str) -> None:
-    from .locks import get_redis
+    from runs.locks import get_redis
 
     try:
         get_redis().hincrby(_key("lock_waits"), outcome, 1)
@@ -89,9 +89,8 @@ class TaktCollector:
         )
 
         from jobs.models import QueueState, Trigger
-
-        from .locks import get_redis
-        from .models import Run, RunStatus
+        from runs.locks import get_redis
+        from runs.models import Run, RunStatus
 
         client = get_redis()
         runs = CounterMetricFamily("takt_runs", "Runs that ended, by status.", labels=["status"])

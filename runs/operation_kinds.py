@@ -17,11 +17,10 @@ from jobs.errors import InvalidInput, QueuePaused, TaktError
 from jobs.exchange import InvalidDefinition
 from jobs.importing import action_counts, import_text, plan_lines, problem_texts, summary_line
 from jobs.models import Job
-
-from .backfill import backfill, backfill_fire_times
-from .context import JobFailed
-from .models import RunTrigger
-from .operations import KINDS, moment
+from runs.backfill import backfill, backfill_fire_times
+from runs.context import JobFailed
+from runs.models import RunTrigger
+from runs.operations import KINDS, moment
 
 
 def perform(job: Any) -> dict[str, Any]:
@@ -100,7 +99,7 @@ def _offset(job: Any, base: int, total: int, label: str) -> Callable[[int, int],
 def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A manual run of each job, as "Run now" starts it (also disabled
     jobs). Progress: jobs handled. A paused queue stops it."""
-    from .services import enqueue_job
+    from runs.services import enqueue_job
 
     ids: list[int] = params["jobs"]
     found = Job.objects.in_bulk(ids)

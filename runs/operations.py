@@ -37,8 +37,7 @@ from typing import Any
 from jobs.errors import InvalidInput, TaktError
 from jobs.exchange import FORMATS
 from jobs.models import Job
-
-from .models import ACTIVE_STATUSES, Run, RunTrigger
+from runs.models import ACTIVE_STATUSES, Run, RunTrigger
 
 log = logging.getLogger("takt.operations")
 
@@ -129,7 +128,7 @@ def start_operation(kind: str, params: dict[str, Any], *, by: str, now: datetime
     operation's run (`run.deduplicated` True). Raises InvalidInput naming
     the field, TaktError when the operations job is missing, and, as
     enqueue_job does, QueuePaused or MaintenanceMode."""
-    from .services import enqueue_job
+    from runs.services import enqueue_job
 
     checked = check_operation(kind, params, now=now)
     job = operations_job()

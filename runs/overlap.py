@@ -25,9 +25,8 @@ from django.db.models import Count, Exists, OuterRef, Q
 
 from jobs.models import Job
 from jobs.services import overlap_rules
-
-from .models import Run, RunStatus, task_id_for
-from .transitions import MAX_INSTANCES, Decision, compute_admission
+from runs.models import Run, RunStatus, task_id_for
+from runs.transitions import MAX_INSTANCES, Decision, compute_admission
 
 log = logging.getLogger("takt.runs")
 
@@ -110,7 +109,7 @@ def release_cancelled_locks(job_id: int, run_ids: list[int], *, now: datetime) -
     marker (runs.locks.release_cancelled, one round trip). The marker lives
     long enough for the run's keeper to see it at a renewal and to outlast
     the grace period. Returns the slots freed; raises redis.RedisError."""
-    from .locks import release_cancelled
+    from runs.locks import release_cancelled
 
     ttl_s = settings.TAKT_CANCEL_GRACE_SECONDS + 3 * settings.TAKT_LOCK_TTL_SECONDS + 60
     return release_cancelled(
@@ -127,7 +126,7 @@ def revoke_after_commit(task_ids: list[str]) -> None:
         return
 
     def revoke() -> None:
-        from .tasks import execute_run
+        from runs.tasks import execute_run
 
         try:
             execute_run.app.control.revoke(task_ids, terminate=True, signal=STOP_SIGNAL)
@@ -153,7 +152,7 @@ def hold_run(run: Run) -> bool:
 
 
 def _forget_mark(run_id: int) -> None:
-    from .delivery import forget_mark
+    from runs.delivery import forget_mark
 
     try:
         forget_mark(run_id)
@@ -165,7 +164,7 @@ def release_next_held(job_id: int) -> Run | None:
     """If the job has nothing running, send its next held run (by priority,
     then age): unhold it by compare-and-set and publish it after commit.
     Returns the run sent, if any."""
-    from .publish import publish_after_commit
+    from runs.publish import publish_after_commit
 
     if Run.objects.filter(job_id=job_id, status=RunStatus.RUNNING).exists():
         return None

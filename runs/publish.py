@@ -19,10 +19,9 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from jobs.policies import TimeoutAction
-
-from .delivery import mark_sent
-from .models import Run, RunStatus, RunTrigger, task_id_for
-from .statements import mark_published
+from runs.delivery import mark_sent
+from runs.models import Run, RunStatus, RunTrigger, task_id_for
+from runs.statements import mark_published
 
 log = logging.getLogger("takt.publish")
 
@@ -43,7 +42,7 @@ def publish_runs(
     (runs/delivery.py) says `sent`, then its published_at is set: only if
     it had none, or to `now` for a lost message sent again (`replacing`:
     run id -> the mark the sweep saw, see delivery.mark_sent)."""
-    from .tasks import execute_run
+    from runs.tasks import execute_run
 
     items = list(runs)
     if not items:
@@ -114,7 +113,7 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     next one sent (runs.overlap.release_stranded). Uses the partial indexes
     `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
     outbox is empty."""
-    from .overlap import release_stranded
+    from runs.overlap import release_stranded
 
     waiting = Run.objects.filter(
         status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now

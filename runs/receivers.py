@@ -18,7 +18,7 @@ _liveness: list[Any] = []
 
 def task_received(sender: Any = None, request: Any = None, **kwargs: Any) -> None:
     """One SET per received message, in the consumer: no database."""
-    from .delivery import mark_received, run_id_of_task
+    from runs.delivery import mark_received, run_id_of_task
 
     if request is None or getattr(request, "name", None) != TASK_NAME:
         return
@@ -41,7 +41,7 @@ def task_failure(
     again; a run that had started is recovered as lost instead."""
     from billiard.exceptions import WorkerLostError
 
-    from .delivery import forget_mark, run_id_of_task
+    from runs.delivery import forget_mark, run_id_of_task
 
     if getattr(sender, "name", None) != TASK_NAME or not isinstance(exception, WorkerLostError):
         return
@@ -55,7 +55,7 @@ def task_failure(
 
 
 def worker_ready(sender: Any = None, **kwargs: Any) -> None:
-    from .liveness import Liveness
+    from runs.liveness import Liveness
 
     hostname = getattr(sender, "hostname", None) or "unknown"
     _liveness.append(Liveness(hostname).start())
@@ -64,7 +64,7 @@ def worker_ready(sender: Any = None, **kwargs: Any) -> None:
 def worker_shutting_down(sender: Any = None, how: str = "", **kwargs: Any) -> None:
     """SIGTERM (warm): messages received but not started go back at once
     (runs/shutdown.py); the running runs finish."""
-    from .shutdown import give_back_soon
+    from runs.shutdown import give_back_soon
 
     if how == "Warm":
         give_back_soon()

@@ -16,13 +16,13 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
-from .locks import get_redis, job_lock, token_run_id
-from .models import Run, RunStatus
-from .overlap import release_next_held
-from .redis_age import data_age_seconds
-from .retries import plan_retry
-from .services import finish_run
-from .transitions import MAX_INSTANCES
+from runs.locks import get_redis, job_lock, token_run_id
+from runs.models import Run, RunStatus
+from runs.overlap import release_next_held
+from runs.redis_age import data_age_seconds
+from runs.retries import plan_retry
+from runs.services import finish_run
+from runs.transitions import MAX_INSTANCES
 
 log = logging.getLogger("takt.maintenance")
 

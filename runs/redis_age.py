@@ -22,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 
-from .locks import get_redis
+from runs.locks import get_redis
 
 
 def since_key() -> str:

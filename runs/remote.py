@@ -28,8 +28,7 @@ import urllib.request
 from typing import Any
 
 from jobs.registry import takt_job
-
-from .context import JobFailed
+from runs.context import JobFailed
 
 FINISHED = {"succeeded", "failed", "timed_out", "skipped", "cancelled", "lost"}
 

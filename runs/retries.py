@@ -19,9 +19,8 @@ from django.db.models import Min
 
 from jobs.models import Job, Trigger
 from jobs.services import retry_rules
-
-from .models import Run, RunStatus, RunTrigger
-from .transitions import Outcome, RetryPlan, compute_retry
+from runs.models import Run, RunStatus, RunTrigger
+from runs.transitions import Outcome, RetryPlan, compute_retry
 
 RETRYABLE = {
     RunStatus.FAILED: Outcome.FAILED,

@@ -19,13 +19,12 @@ from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
 from jobs.models import Job
 from jobs.queue import lock_file_present
 from jobs.services import on_run_finished, on_run_started
-
-from .models import Run, RunStatus, RunTrigger
-from .overlap import admit, cancel_active_runs, revoke_after_commit
-from .retries import retry_run
-from .signals import run_finished
-from .statements import cas_update, insert_run, job_activity
-from .transitions import (
+from runs.models import Run, RunStatus, RunTrigger
+from runs.overlap import admit, cancel_active_runs, revoke_after_commit
+from runs.retries import retry_run
+from runs.signals import run_finished
+from runs.statements import cas_update, insert_run, job_activity
+from runs.transitions import (
     Admission,
     Decision,
     JobAfterRun,
@@ -177,7 +176,7 @@ def enqueue_job(
 
 
 def _publish_if_due(run: Run, *, now: datetime) -> None:
-    from .publish import publish_after_commit
+    from runs.publish import publish_after_commit
 
     if run.status == RunStatus.QUEUED and not run.held and run.scheduled_for <= now:
         publish_after_commit([run])

@@ -23,8 +23,7 @@ from django.db import connection
 from jobs.models import Job, QueueState, Trigger
 from jobs.policies import TriggerKind
 from jobs.services import RUN_ANCHORS
-
-from .models import Run, RunStatus
+from runs.models import Run, RunStatus
 
 JOB_FIELDS = (
     "name",

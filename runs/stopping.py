@@ -43,7 +43,7 @@ from billiard.pool import soft_timeout_sighandler
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from .models import Run, RunStatus
+from runs.models import Run, RunStatus
 
 log = logging.getLogger("takt.execution")
 

@@ -16,7 +16,7 @@ def maintenance(job: Any) -> dict[str, Any]:
     and its findings; fails the run when a section failed."""
     from django.utils import timezone
 
-    from .maintenance import run_maintenance
+    from runs.maintenance import run_maintenance
 
     report = run_maintenance(
         now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})", progress=job.progress
@@ -34,9 +34,9 @@ def operation(job: Any) -> dict[str, Any]:
     """F-93: the target of the built-in "Takt operations" job (made by
     jobs/migrations/0010): the long operation its params name, a backfill,
     a bulk run or an import (runs/operations.py, runs/operation_kinds.py)."""
-    from .operation_kinds import perform
+    from runs.operation_kinds import perform
 
     return perform(job)
 
 
-from . import remote  # noqa: E402, F401  (registers takt.remote_run)
+from runs import remote  # noqa: E402, F401  (registers takt.remote_run)

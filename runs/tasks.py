@@ -8,10 +8,9 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from runs.execution import execute
+from runs.outage import MAX_BACKOFF_S, OutageTooLong
 from scheduler_project.connections import ConnectionReuse
-
-from .execution import execute
-from .outage import MAX_BACKOFF_S, OutageTooLong
 
 log = logging.getLogger("takt.execution")
 

@@ -9,10 +9,9 @@ import time
 from typing import Any
 
 from jobs.services import long_run_seconds
-
-from .context import JobContext
-from .models import Run
-from .signals import run_running_long
+from runs.context import JobContext
+from runs.models import Run
+from runs.signals import run_running_long
 
 log = logging.getLogger("takt.execution")
 

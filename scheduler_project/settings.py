@@ -15,9 +15,9 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import URLValidator, validate_email
 
-from .envconfig import env_bool, env_float, env_int, env_str
-from .localenv import load_local_env, source_of
-from .redisconfig import sentinel_config
+from scheduler_project.envconfig import env_bool, env_float, env_int, env_str
+from scheduler_project.localenv import load_local_env, source_of
+from scheduler_project.redisconfig import sentinel_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # What `make run` chose (var/local.env) for every process of this checkout;

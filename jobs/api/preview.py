@@ -20,10 +20,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs.api.errors import django_errors
+from jobs.api.serializers import TriggerSerializer
 from jobs.preview import MAX_COUNT, preview_trigger
-
-from .errors import django_errors
-from .serializers import TriggerSerializer
 
 
 class PreviewRequestSerializer(TriggerSerializer):

@@ -17,6 +17,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs.api.errors import django_errors
 from jobs.definitions import (
     JOB_FIELDS,
     OPERATOR_FIELDS,
@@ -27,8 +28,6 @@ from jobs.definitions import (
 from jobs.models import HolidayCalendar, Job, Trigger
 from jobs.policies import IntervalAnchorChoice, TriggerKind
 from jobs.services import trigger_description
-
-from .errors import django_errors
 
 INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
 

@@ -17,14 +17,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs import queue, services
+from jobs.api.auth import is_user, job_token
+from jobs.api.serializers import JobSerializer, RunRequestSerializer
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
 from jobs.policies import ApiTriggerPermission
 from runs.api import RunSerializer  # the API is glue over all apps, like the admin
 from runs.services import enqueue_job
-
-from .auth import is_user, job_token
-from .serializers import JobSerializer, RunRequestSerializer
 
 
 class JobFilter(filters.FilterSet):
@@ -307,7 +306,7 @@ def register(router: Any) -> list[Any]:
         ("queue/resume", "resume", "post"),
         ("queue/maintenance", "maintenance", "post"),
     ]
-    from .preview import SchedulePreviewView
+    from jobs.api.preview import SchedulePreviewView
 
     return [
         re_path(rf"^{path}/?$", QueueViewSet.as_view({method: name}), name=f"queue-{name}")

@@ -45,6 +45,7 @@ except ImportError as exc:  # loud, at collection: never a silent skip
         " the tests drive Debian's chromium)"
     ) from exc
 
+from tests.browser.pages import Shot, log_in
 from tests.live_fixtures import (  # noqa: F401  (fixtures)
     _stop_what_the_test_started,
     beat,
@@ -55,8 +56,6 @@ from tests.live_fixtures import (  # noqa: F401  (fixtures)
     worker,
 )
 from tests.processes import ROOT
-
-from .pages import Shot, log_in
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -19,11 +19,8 @@ from jobs.models import Job, Trigger
 from jobs.services import set_jobs_enabled
 from runs.models import ACTIVE_STATUSES, Run, RunStatus
 from runs.services import finish_run
-from tests.live_fixtures import wait_until
-from tests.processes import Proc
-
-from .history import past_run
-from .pages import (
+from tests.browser.history import past_run
+from tests.browser.pages import (
     Shot,
     job_change_url,
     message,
@@ -33,6 +30,8 @@ from .pages import (
     shown_value,
     times_localized,
 )
+from tests.live_fixtures import wait_until
+from tests.processes import Proc
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

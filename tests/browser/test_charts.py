@@ -18,10 +18,9 @@ from playwright.sync_api import Locator, Page, expect
 
 from jobs.models import Job, Trigger
 from runs.models import Run
-
-from .conftest import BROWSER_TIME_ZONE
-from .history import past_run
-from .pages import FORECAST, TIMELINE, Shot
+from tests.browser.conftest import BROWSER_TIME_ZONE
+from tests.browser.history import past_run
+from tests.browser.pages import FORECAST, TIMELINE, Shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

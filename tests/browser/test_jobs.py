@@ -10,9 +10,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from jobs.models import Job
-
-from .conftest import VIEWPORT
-from .pages import (
+from tests.browser.conftest import VIEWPORT
+from tests.browser.pages import (
     JOB_ADD,
     JOB_LIST,
     Shot,
@@ -24,7 +23,7 @@ from .pages import (
     reload_until,
     run_history,
 )
-from .pages import save as press_save
+from tests.browser.pages import save as press_save
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

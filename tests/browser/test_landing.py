@@ -17,9 +17,17 @@ from playwright.sync_api import Page, expect
 from heartbeats.models import Heartbeat
 from heartbeats.services import check_overdue
 from jobs.models import Job, Trigger
-
-from .history import past_run, report_beat, report_worker
-from .pages import JOB_LIST, OPERATIONS, QUEUE, RUN_LIST, Shot, cell_texts, job_row, times_localized
+from tests.browser.history import past_run, report_beat, report_worker
+from tests.browser.pages import (
+    JOB_LIST,
+    OPERATIONS,
+    QUEUE,
+    RUN_LIST,
+    Shot,
+    cell_texts,
+    job_row,
+    times_localized,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

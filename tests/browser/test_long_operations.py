@@ -21,10 +21,17 @@ from playwright.sync_api import Locator, Page, expect
 from jobs.models import Job, Trigger
 from runs.models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
+from tests.browser.history import report_worker
+from tests.browser.pages import (
+    JOB_LIST,
+    Shot,
+    job_row,
+    message,
+    run_action,
+    run_change_url,
+    shown_value,
+)
 from tests.live_fixtures import wait_until
-
-from .history import report_worker
-from .pages import JOB_LIST, Shot, job_row, message, run_action, run_change_url, shown_value
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

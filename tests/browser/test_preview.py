@@ -16,9 +16,8 @@ from cronsim import CronSim
 from playwright.sync_api import Locator, Page, expect
 
 from jobs.models import Job
-
-from .conftest import BROWSER_TIME_ZONE
-from .pages import (
+from tests.browser.conftest import BROWSER_TIME_ZONE
+from tests.browser.pages import (
     JOB_ADD,
     Shot,
     add_trigger,

@@ -17,9 +17,8 @@ from playwright.sync_api import Page, expect
 
 from heartbeats.processes import report_process
 from jobs.models import QueueState
-
-from .conftest import BROWSER_TIME_ZONE
-from .pages import QUEUE, Shot, cell_texts, message, reload_until, times_localized
+from tests.browser.conftest import BROWSER_TIME_ZONE
+from tests.browser.pages import QUEUE, Shot, cell_texts, message, reload_until, times_localized
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,9 +15,8 @@ from playwright.sync_api import Locator, Page, expect
 from jobs.models import Job
 from runs.cancel import cancel_run
 from runs.models import RunStatus
-
-from .history import past_run
-from .pages import RUN_LIST, Shot, job_change_url
+from tests.browser.history import past_run
+from tests.browser.pages import RUN_LIST, Shot, job_change_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

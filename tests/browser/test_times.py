@@ -19,10 +19,9 @@ from heartbeats.services import check_overdue
 from jobs import queue
 from jobs.models import Job, Trigger
 from runs.models import Run
-
-from .conftest import BROWSER_TIME_ZONE
-from .history import past_run, report_beat, report_worker
-from .pages import (
+from tests.browser.conftest import BROWSER_TIME_ZONE
+from tests.browser.history import past_run, report_beat, report_worker
+from tests.browser.pages import (
     JOB_LIST,
     OPERATIONS,
     QUEUE,

@@ -13,8 +13,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from jobs.models import Job, Trigger
-
-from .pages import (
+from tests.browser.pages import (
     JOB_ADD,
     Shot,
     add_trigger,

@@ -18,10 +18,9 @@ from jobs import queue
 from jobs.models import Job, Trigger
 from jobs.services import pause_job, set_jobs_enabled
 from runs.models import Run, RunStatus
-
-from .conftest import BROWSER_TIME_ZONE
-from .history import WORKER, past_run, report_beat, report_worker
-from .pages import Shot, job_change_url, message, times_localized
+from tests.browser.conftest import BROWSER_TIME_ZONE
+from tests.browser.history import WORKER, past_run, report_beat, report_worker
+from tests.browser.pages import Shot, job_change_url, message, times_localized
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

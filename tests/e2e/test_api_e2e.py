@@ -15,10 +15,9 @@ from django.contrib.auth.models import User
 
 from jobs.models import Job
 from runs.models import Run, RunStatus
+from tests.e2e.conftest import wait_until
 from tests.integration.api_helpers import make_token
 from tests.processes import ROOT, Proc
-
-from .conftest import wait_until
 
 pytestmark = [
     pytest.mark.e2e,

@@ -22,11 +22,10 @@ from runs.cancel import cancel_run
 from runs.locks import job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
+from tests.e2e.conftest import wait_until
+from tests.e2e.test_api_e2e import doc_block, run_bash
 from tests.integration.api_helpers import make_token
 from tests.processes import ROOT, Proc
-
-from .conftest import wait_until
-from .test_api_e2e import doc_block, run_bash
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -25,10 +25,9 @@ from typing import Any
 import pytest
 import redis
 
+from tests.e2e.conftest import wait_until
 from tests.pgcluster import PrivateCluster, server_binaries
 from tests.processes import ROOT, Proc, free_port
-
-from .conftest import wait_until
 
 pytestmark = [
     pytest.mark.e2e,

@@ -15,8 +15,7 @@ from runs.locks import job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.publish import publish_runs
 from runs.services import create_run, enqueue_job
-
-from .conftest import wait_until
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

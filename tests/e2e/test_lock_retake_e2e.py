@@ -22,9 +22,8 @@ from runs.execution import execute
 from runs.locks import job_lock_key, token_run_id
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
+from tests.e2e.conftest import wait_until
 from tests.processes import free_port
-
-from .conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -20,8 +20,7 @@ from runs.maintenance import run_maintenance
 from runs.models import Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE
 from runs.services import enqueue_job
-
-from .conftest import wait_until
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -17,8 +17,7 @@ from jobs.models import Job, Trigger
 from runs.models import Run, RunStatus, RunTrigger
 from runs.operations import start_operation
 from runs.services import enqueue_job
-
-from .conftest import wait_until
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -8,8 +8,7 @@ import pytest
 from jobs.models import Job
 from runs.models import Run, RunStatus
 from runs.services import enqueue_job
-
-from .conftest import wait_until
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from heartbeats.models import Heartbeat
-
-from .conftest import wait_until
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

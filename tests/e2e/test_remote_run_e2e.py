@@ -11,10 +11,9 @@ import pytest
 from jobs.models import Job
 from runs.models import Run
 from runs.services import enqueue_job
+from tests.e2e.conftest import wait_until
 from tests.integration.api_helpers import make_token
 from tests.processes import Proc
-
-from .conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -18,8 +18,7 @@ from jobs.models import Job
 from runs.delivery import mark_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
-
-from .conftest import wait_until
+from tests.e2e.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -21,10 +21,9 @@ from django.utils import timezone
 import tests.e2e.sentinel_jobs  # noqa: F401  (registers tests.append_run_id here too)
 from jobs.models import Job, Trigger
 from runs.models import Run, RunStatus
+from tests.e2e.conftest import wait_until
 from tests.processes import free_port
 from tests.sentinelcluster import MASTER_NAME, SentinelCluster
-
-from .conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -14,8 +14,7 @@ from jobs.models import Job, Trigger
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
-
-from .conftest import SECOND, hourly, job_form_fields, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, hourly, job_form_fields, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,7 @@ from jobs.models import Job, QueueState
 from jobs.queue import pause_queue, resume_queue_if_due
 from runs import admin_filters
 from runs.models import Run, RunStatus
-
-from .conftest import hourly, make_job, utc
+from tests.integration.conftest import hourly, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

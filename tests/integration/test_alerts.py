@@ -29,9 +29,8 @@ from jobs.models import Job
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run, start_run
+from tests.integration.conftest import SECOND, clock, make_job, utc
 from tests.processes import free_port
-
-from .conftest import SECOND, clock, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

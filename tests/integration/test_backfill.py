@@ -7,8 +7,7 @@ from django.core.management import CommandError, call_command
 
 from runs.backfill import backfill
 from runs.models import Run, RunStatus, RunTrigger
-
-from .conftest import SECOND, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -20,9 +20,8 @@ from runs.execution import execute
 from runs.locks import cancel_key, job_lock, job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run, enqueue_job, finish_run, start_run
+from tests.integration.conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
 from tests.processes import free_port
-
-from .conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

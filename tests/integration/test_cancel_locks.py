@@ -20,8 +20,7 @@ from runs.locks import CANCELLED_RUN, LockKeeper, acquire_slot, job_lock
 from runs.models import Run, RunTrigger
 from runs.services import create_run, start_run
 from runs.stopping import CancelWatch, StopGate
-
-from .conftest import make_job, utc
+from tests.integration.conftest import make_job, utc
 
 T0 = utc(2026, 6, 1, 8, 0)
 

@@ -13,8 +13,7 @@ from django.db import IntegrityError, connections, transaction
 from jobs.models import Trigger
 from runs.dispatch import ClaimResult, _claim_one, _Load, claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
-
-from .conftest import SECOND, hourly, make_job, utc
+from tests.integration.conftest import SECOND, hourly, make_job, utc
 
 T0 = utc(2026, 6, 1, 8, 0)
 CREATED = utc(2026, 6, 1, 7, 30)

@@ -12,8 +12,7 @@ from jobs import registry
 from jobs.models import Job
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
-
-from .conftest import make_job
+from tests.integration.conftest import make_job
 
 
 def check_schedule(*args: str) -> list[str]:

@@ -18,8 +18,7 @@ from django.urls import reverse
 from jobs import registry, takt_job
 from jobs.declared import sync_declared_jobs
 from jobs.models import Job, Trigger
-
-from .conftest import job_form_fields, utc
+from tests.integration.conftest import job_form_fields, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from django.db import connections
 import runs.services as run_services
 from runs.models import Run
 from runs.services import enqueue_job
-
-from .conftest import make_job
+from tests.integration.conftest import make_job
 
 
 def in_another_connection(work: Any) -> Any:

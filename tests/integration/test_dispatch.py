@@ -10,8 +10,7 @@ from jobs.services import set_jobs_enabled
 from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
-
-from .conftest import SECOND, hourly, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, hourly, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ import pytest
 
 from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
-
-from .conftest import hourly, make_job
+from tests.integration.conftest import hourly, make_job
 
 pytestmark = pytest.mark.django_db
 

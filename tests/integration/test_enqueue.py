@@ -15,8 +15,7 @@ from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
 from runs.publish import sweep_unpublished
 from runs.services import create_run
-
-from .conftest import SECOND, broker_task_ids, hourly, make_job, utc
+from tests.integration.conftest import SECOND, broker_task_ids, hourly, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from runs.execution import execute
 from runs.locks import job_lock, job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run, finish_run, start_run
-
-from .conftest import SECOND, clock, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,7 @@ from django.core.management import CommandError, call_command
 
 from jobs import services
 from jobs.models import HolidayCalendar, Job, Trigger
-
-from .conftest import make_job, make_trigger, utc
+from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from django.urls import reverse
 from jobs import timeline_data
 from jobs.models import HolidayCalendar, Trigger
 from jobs.services import set_exclude_calendars, set_jobs_enabled
-
-from .conftest import make_job, make_trigger, utc
+from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

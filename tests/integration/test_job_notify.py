@@ -12,8 +12,7 @@ from runs.execution import execute
 from runs.models import RunTrigger
 from runs.services import create_run
 from runs.signals import run_running_long
-
-from .conftest import SECOND, clock, make_job, utc
+from tests.integration.conftest import SECOND, clock, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -25,10 +25,9 @@ from runs.locks import job_lock
 from runs.models import Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE, _mark_lost, check_lost_runs, lost_candidates
 from runs.redis_age import since_key
+from tests.integration.conftest import SECOND, broker_task_ids, make_job, utc
+from tests.integration.conftest import running_run as make_running_run
 from tests.processes import free_port
-
-from .conftest import SECOND, broker_task_ids, make_job, utc
-from .conftest import running_run as make_running_run
 
 pytestmark = pytest.mark.django_db
 

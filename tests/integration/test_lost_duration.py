@@ -16,8 +16,7 @@ from jobs.models import Job
 from runs.maintenance import run_maintenance
 from runs.models import Run, RunStatus
 from runs.recovery import check_lost_runs
-
-from .conftest import SECOND, make_job, running_run, utc
+from tests.integration.conftest import SECOND, make_job, running_run, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -25,8 +25,7 @@ from runs.maintenance import Severity, maintenance_finished, run_maintenance
 from runs.models import AuditRecord, Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE
 from runs.services import create_run
-
-from .conftest import SECOND, make_job, running_run, utc
+from tests.integration.conftest import SECOND, make_job, running_run, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,7 @@ from runs.execution import execute
 from runs.locks import job_lock
 from runs.models import RunTrigger
 from runs.services import create_run
-
-from .conftest import SECOND, clock, make_job, utc
+from tests.integration.conftest import SECOND, clock, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,7 @@ from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.operation_kinds import perform
 from runs.operations import GUARD_S, OPERATIONS_KEY, operations_job, start_operation
-
-from .conftest import SECOND, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -15,9 +15,8 @@ from django.urls import reverse
 from jobs.models import Job
 from runs.models import Run, RunStatus, RunTrigger
 from runs.operations import operations_job
-
-from .api_helpers import SessionClient, user_with
-from .conftest import make_job, make_trigger, utc
+from tests.integration.api_helpers import SessionClient, user_with
+from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

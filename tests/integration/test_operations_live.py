@@ -15,9 +15,8 @@ from heartbeats.processes import PROCESS_DEADLINE_S, report_process
 from runs.live import LIVE_OUTPUT_CHARS, NO_WORKER, WAITING, output_tail
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
-
-from .api_helpers import user_with
-from .conftest import make_job, utc
+from tests.integration.api_helpers import user_with
+from tests.integration.conftest import make_job, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ import pytest
 from runs.execution import Outcome, _ended_elsewhere, execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run, finish_run, start_run
-
-from .conftest import SECOND, clock, make_job, utc
+from tests.integration.conftest import SECOND, clock, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import release_stranded
 from runs.publish import sweep_unpublished
 from runs.services import create_run, enqueue_job, start_run
-
-from .conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,7 @@ from runs.context import JobContext
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
-
-from .conftest import make_job, utc
+from tests.integration.conftest import make_job, utc
 
 T0 = utc(2026, 6, 1, 8, 0)
 

@@ -17,8 +17,7 @@ from runs.execution import execute
 from runs.maintenance import run_maintenance
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
-
-from .conftest import make_job, make_trigger, utc
+from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

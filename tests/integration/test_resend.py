@@ -15,8 +15,7 @@ from runs.publish import publish_runs
 from runs.receivers import task_failure
 from runs.redis_age import since_key
 from runs.tasks import execute_run
-
-from .conftest import SECOND, broker_task_ids, make_job, utc
+from tests.integration.conftest import SECOND, broker_task_ids, make_job, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -172,8 +171,7 @@ def test_a_pool_child_lost_before_its_run_started_drops_the_mark(broker):
 
 def test_the_end_of_a_run_deletes_its_mark(broker):
     from runs.execution import execute
-
-    from .conftest import clock
+    from tests.integration.conftest import clock
 
     run, *_ = published()
     broker.set(mark_key(run.pk), "w:me@host")

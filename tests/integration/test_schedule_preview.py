@@ -9,8 +9,7 @@ import time_machine
 from django.urls import reverse
 
 from jobs.models import HolidayCalendar, Trigger
-
-from .conftest import make_job, make_trigger, utc
+from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +91,7 @@ def test_a_wrong_field_is_named_with_the_words_saving_would_use(admin_client, bo
 
 def test_the_error_is_the_admin_forms_error(admin_client):
     """The same message as saving the trigger in the job editor."""
-    from .test_admin import change_url, job_form, trigger_row
+    from tests.integration.test_admin import change_url, job_form, trigger_row
 
     job = make_job("nightly")
     with time_machine.travel(NOW, tick=False):

@@ -9,8 +9,7 @@ import time_machine
 from jobs.ticks import run_tick
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
-
-from .conftest import SECOND, broker_task_ids, hourly, make_job, utc
+from tests.integration.conftest import SECOND, broker_task_ids, hourly, make_job, utc
 
 pytestmark = pytest.mark.django_db
 

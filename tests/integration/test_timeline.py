@@ -13,8 +13,7 @@ from django.urls import reverse
 
 from jobs import timeline_data
 from runs.models import Run, RunStatus
-
-from .conftest import make_job, make_trigger, utc
+from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

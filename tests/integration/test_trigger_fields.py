@@ -17,8 +17,7 @@ from django.urls import reverse
 from jobs import services
 from jobs import triggers as core
 from jobs.models import HolidayCalendar, Job, Trigger
-
-from .conftest import SECOND, job_form_fields, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, job_form_fields, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,7 @@ import time_machine
 from django.core.exceptions import ValidationError
 
 from jobs.models import Trigger
-
-from .conftest import SECOND, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 
