@@ -128,9 +128,9 @@ def migrate(env: dict[str, str]) -> None:
 
 
 def start_beat(env: dict[str, str], log_dir: Path, **extra: str) -> Proc:
-    """A real ``celery beat -S jobs.beat:TaktScheduler``."""
+    """A real ``celery beat -S runs.beat:TaktScheduler``."""
     argv = [sys.executable, "-m", "celery", "-A", "scheduler_project", "beat", "-l", "info",
-            "-S", "jobs.beat:TaktScheduler", "--pidfile=",
+            "-S", "runs.beat:TaktScheduler", "--pidfile=",
             "-s", str(log_dir / f"beat-{uuid.uuid4().hex[:6]}")]  # fmt: skip
     proc = Proc("beat", argv, {**env, **extra}, log_dir)
     proc.wait_for("beat: Starting")

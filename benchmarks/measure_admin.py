@@ -64,7 +64,7 @@ def pages(seeded: seed_admin.Seeded) -> list[Page]:
     from django_celery_beat.models import PeriodicTask
 
     from jobs.models import Job
-    from runs.admin_filters import COUNT_CAP
+    from runs.admin.filters import COUNT_CAP
     from runs.models import Run
 
     s, q = seeded.sizes, seed_admin.SEARCH_TERM

@@ -1,7 +1,7 @@
 """2. Dispatch throughput: K jobs due at the same instant.
 
 K jobs with daily triggers wait parked a day ahead while a real ``celery
-beat -S jobs.beat:TaktScheduler`` (1-second poll) runs with no worker. Each
+beat -S runs.beat:TaktScheduler`` (1-second poll) runs with no worker. Each
 repetition empties the run table and the queue, then moves all K triggers
 to one fire time T about 1.5 s ahead (one UPDATE). The clock stops when the
 private Redis holds K messages (LLEN over the priority lists, polled every

@@ -6,7 +6,7 @@ For each N the database holds N enabled Takt jobs (hourly triggers, next due
 scheduler is measured in a fresh process (benchmarks.probe): schedule build
 (construct + first tick), idle ticks, and a tick right after one job was
 edited. Memory: for Takt the RSS of a real ``celery beat -S
-jobs.beat:TaktScheduler`` after a few ticks; for django-celery-beat the RSS
+runs.beat:TaktScheduler`` after a few ticks; for django-celery-beat the RSS
 of its probe process after its ticks (it holds the whole schedule in memory).
 """
 

@@ -6,7 +6,7 @@ process's RSS as one JSON line.
     python -m benchmarks.probe dcb --reps 5    (DJANGO_SETTINGS_MODULE=benchmarks.settings)
 
 The ticks are the scheduler's own `tick()` as celery beat calls it:
-TaktScheduler.tick (close_old_connections + jobs.ticks.run_tick) and
+TaktScheduler.tick (close_old_connections + runs.tick.run_tick) and
 django-celery-beat's DatabaseScheduler.tick (schedule-changed check, heap).
 An edit is what the admin does: load one row, change its schedule, save().
 """
@@ -30,8 +30,8 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 
 def _takt() -> tuple[Callable[[], Any], Callable[[int], None]]:
-    from jobs.beat import TaktScheduler
     from jobs.models import Trigger
+    from runs.beat import TaktScheduler
     from scheduler_project.celery import app
 
     ids = list(Trigger.objects.values_list("pk", flat=True))

@@ -25,9 +25,9 @@ from typing import Any
 from django.conf import settings
 
 from benchmarks import seed_bulk, seed_runs
-from jobs import triggers as core
+from jobs.core import triggers as core
+from jobs.core.presets import CalendarRule, CalendarSpec
 from jobs.models import Job, Trigger
-from jobs.presets import CalendarRule, CalendarSpec
 
 SEED = 20261130
 DOMAINS = ("billing", "reports", "crm", "etl", "mail", "search", "backup", "inventory",

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from benchmarks import seed_bulk
-from jobs.presets import CalendarRule
+from jobs.core.presets import CalendarRule
 
 PT_COLUMNS = ("id", "name", "task", "interval_id", "crontab_id", "clocked_id", "one_off",
               "enabled", "start_time", "last_run_at", "total_run_count", "date_changed",

@@ -2,7 +2,7 @@
 triggers, the live beats with their scheduler switches and the live
 workers (their heartbeats), the queue switches, the job's active runs and
 who holds its Redis lock. The checklist itself is the pure
-jobs.explain.explain. Here, in heartbeats, because it reads all three apps
+heartbeats.core.explain.explain. Here, in heartbeats, because it reads all three apps
 (heartbeats → runs → jobs)."""
 
 from __future__ import annotations
@@ -11,15 +11,22 @@ from datetime import datetime
 
 from django.conf import settings
 
+from heartbeats.core.explain import (
+    BeatFacts,
+    Explanation,
+    JobFacts,
+    RunFacts,
+    TriggerFacts,
+    explain,
+)
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
-from jobs.constraints import allows
-from jobs.explain import BeatFacts, Explanation, JobFacts, RunFacts, TriggerFacts, explain
+from jobs.core.constraints import allows
+from jobs.core.triggers import zone_of
 from jobs.models import Job, QueueState
-from jobs.queue import lock_file_present
-from jobs.services import trigger_constraints, trigger_description
-from jobs.triggers import zone_of
+from jobs.specs import trigger_constraints, trigger_description
 from runs.locks import job_lock, token_run_id
 from runs.models import Run, RunStatus
+from runs.queue import lock_file_present
 
 
 def _trigger_facts(job: Job, *, now: datetime) -> tuple[TriggerFacts, ...]:

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.models import AlertSeverity
-from jobs.services import notify_events
+from jobs.specs import notify_events
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("takt.heartbeats")

@@ -7,7 +7,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from heartbeats.status import HeartbeatState
+from heartbeats.core.status import HeartbeatState
 
 STATE_CHOICES = [(state.value, state.value.capitalize()) for state in HeartbeatState]
 
@@ -53,7 +53,7 @@ class Heartbeat(models.Model):
         validators=[MinValueValidator(60)],
         help_text="Repeat the overdue alert this often while it is down; empty: no reminders.",
     )
-    # The state last computed (heartbeats.status), kept for change detection:
+    # The state last computed (heartbeats.core.status), kept for change detection:
     # alerts go out when it changes, not on every check.
     state = models.CharField(max_length=8, choices=STATE_CHOICES, default=HeartbeatState.NEW.value)
     last_alerted_at = models.DateTimeField(

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
+from heartbeats.core.status import HeartbeatState
 from heartbeats.models import Heartbeat
-from heartbeats.status import HeartbeatState
 from runs.outage import OUTAGE, drop_connection, is_db_outage
 
 log = logging.getLogger("takt.heartbeats")

@@ -11,8 +11,8 @@ from django.db.models import Count, Min
 
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.models import QueueState, Trigger
-from jobs.queue import lock_file_present
 from runs.models import Run, RunStatus
+from runs.queue import lock_file_present
 
 
 def queue_status(*, now: datetime) -> dict[str, Any]:

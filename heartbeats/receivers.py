@@ -6,7 +6,12 @@ receivers are connected strongly, so none is ever collected."""
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any
+
+from django.conf import settings
+
+from heartbeats.processes import BeatReporter, beat_name
 
 log = logging.getLogger("takt.heartbeats")
 
@@ -19,6 +24,22 @@ def worker_ready(sender: object = None, **kwargs: object) -> None:
     controller = getattr(sender, "controller", None)
     concurrency = getattr(controller, "concurrency", None) or getattr(sender, "concurrency", 0)
     start_worker_reporter(f"worker:{hostname}", int(concurrency or 0))
+
+
+_beat_reporter: list[Any] = []
+
+
+def beat_ticked(sender: object = None, now: Any = None, **kwargs: object) -> None:
+    """A beat reports its own heartbeat and runs the overdue check (F-61,
+    F-62), every REPORT_EVERY_S of its ticks; never raises."""
+    if not _beat_reporter:
+        _beat_reporter.append(
+            BeatReporter(
+                beat_name(settings.TAKT_BEAT_NAME, socket.gethostname()),
+                scheduler_enabled=bool(settings.TAKT_SCHEDULER_ENABLED),
+            )
+        )
+    _beat_reporter[0].maybe_report(now=now)
 
 
 def maintenance_findings(
@@ -74,6 +95,7 @@ def connect_all() -> None:
         (signals.run_started, on_run_started, "started"),
         (signals.run_running_long, on_run_running_long, "long"),
         (signals.catchup_capped, catchup_capped, "capped"),
+        (signals.beat_ticked, beat_ticked, "beat"),
         (maintenance_finished, maintenance_findings, "maintenance"),
         (celery_signals.worker_ready, worker_ready, "worker"),
     ):

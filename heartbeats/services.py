@@ -17,9 +17,9 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from heartbeats.alerts import raise_alert, resolve_alert
+from heartbeats.core.status import HeartbeatState, compute_deadline_at, compute_state
 from heartbeats.models import AlertSeverity, Heartbeat
 from heartbeats.statements import Reported, update_or_create_heartbeat, upsert_heartbeat
-from heartbeats.status import HeartbeatState, compute_deadline_at, compute_state
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("takt.heartbeats")
@@ -186,7 +186,7 @@ def check_overdue(*, now: datetime) -> int:
 
     One query reads every heartbeat with a deadline (or an open overdue
     alert), with the start of its job's running run if any; the state is
-    computed from those fields and `now` (heartbeats.status). Then, per
+    computed from those fields and `now` (heartbeats.core.status). Then, per
     heartbeat whose state or alert changes:
 
     1. Compare-and-set the new state and last_alerted_at on the row, filtered

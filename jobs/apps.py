@@ -7,6 +7,6 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from jobs import registry, token_admin  # noqa: F401  (registers the API token admin)
+        from jobs import registry  # lazy: an app's modules load once its models are ready
 
         registry.autodiscover()

@@ -1,6 +1,6 @@
 """Holiday calendars (F-105): the days a HolidayCalendar names, for triggers
 to skip. Persistence-side helpers (they read a model instance and raise
-ValidationError naming its field); the trigger side is in jobs.services.
+ValidationError naming its field); the trigger side is in jobs.specs and jobs.services.
 
 A calendar's days are the public holidays of its country (and subdivision)
 from the `holidays` package, plus its extra dates. They are computed for a

@@ -2,7 +2,7 @@
 
 The REST API, `import_jobs` and the sync of jobs declared in code (F-75)
 all write jobs through here, and validation is the admin's: each model's
-full_clean(), i.e. the field validators plus jobs.services.validate_job and
+full_clean(), i.e. the field validators plus jobs.validation.validate_job and
 validate_trigger. So every path refuses the same input with the same message
 on the same field, and a refused definition writes nothing.
 
@@ -27,10 +27,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from jobs import triggers as core
+from jobs.core import triggers as core
 from jobs.models import HolidayCalendar, Job, Trigger
 from jobs.policies import TriggerKind
-from jobs.services import SCHEDULE_FIELDS, stage_exclude_calendars
+from jobs.specs import SCHEDULE_FIELDS, stage_exclude_calendars
 
 # Fields a definition carries, derived from the models so a new field
 # round-trips through export and import without being listed here.
@@ -217,3 +217,16 @@ def save_definition(plan: DefinitionPlan, *, by: str, now: datetime) -> Job:
                 item.trigger.save()
                 item.trigger.exclude_calendars.set(item.calendars)
     return job
+
+
+def django_errors(exc: ValidationError) -> Any:
+    """A Django ValidationError as the API's error data: {field: [messages]}
+    ("__all__" as "detail"), a DefinitionInvalid with its nested triggers."""
+    if isinstance(exc, DefinitionInvalid):
+        return {("detail" if k == "__all__" else k): v for k, v in exc.errors.items()}
+    if hasattr(exc, "error_dict"):
+        return {
+            ("detail" if field == "__all__" else field): messages
+            for field, messages in exc.message_dict.items()
+        }
+    return {"detail": " ".join(exc.messages)}

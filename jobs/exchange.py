@@ -29,7 +29,6 @@ import yaml
 from django.db import transaction
 from django.db.models import QuerySet
 
-from jobs.api.serializers import JobSerializer, TriggerSerializer
 from jobs.definitions import (
     JOB_FIELDS,
     TRIGGER_FIELDS,
@@ -40,7 +39,8 @@ from jobs.definitions import (
 from jobs.errors import TaktError
 from jobs.models import Job
 from jobs.policies import TriggerKind
-from jobs.services import trigger_description
+from jobs.serializers import JobSerializer, TriggerSerializer
+from jobs.specs import trigger_description
 
 FORMATS = ("yaml", "json")
 EXPORT_TRIGGER_FIELDS = (*TRIGGER_FIELDS, "exclude_calendars")

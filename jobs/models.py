@@ -9,10 +9,13 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone as dj_timezone
 
+from jobs.calendars import validate_calendar
+from jobs.core.presets import MONTH_NAMES
 from jobs.policies import (
+    ALL_WEEKDAYS,
     ApiTriggerPermission,
     CalendarRuleChoice,
     CatchupPick,
@@ -23,7 +26,8 @@ from jobs.policies import (
     TimeoutAction,
     TriggerKind,
 )
-from jobs.presets import MONTH_NAMES
+from jobs.specs import trigger_description
+from jobs.validation import apply_schedule, schedule_changed, validate_job, validate_trigger
 
 
 def default_timeout_s() -> int:
@@ -190,8 +194,6 @@ class Job(models.Model):
         return f"{self.name} (#{self.pk})" if self.pk else self.name
 
     def clean(self) -> None:
-        from jobs.services import validate_job
-
         validate_job(self)
 
     def clean_fields(self, exclude: Any = None) -> None:
@@ -205,13 +207,10 @@ class Job(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         super().save(*args, **kwargs)
-        from jobs.services import sync_trigger_activity
-
         sync_trigger_activity([self.pk])
 
 
 BEAT_OWNED = frozenset({"next_run_at", "last_fired_at", "missed_count"})
-ALL_WEEKDAYS = "0123456"  # Trigger.weekdays: 0 = Monday .. 6 = Sunday
 MONTH_CHOICES = list(enumerate(MONTH_NAMES, start=1))
 
 
@@ -277,7 +276,7 @@ class Trigger(models.Model):
         blank=True,
         help_text="... until before this one (may cross midnight). Both empty: all day.",
     )
-    # F-18: applied by the dispatcher, per fire time (jobs.jitter).
+    # F-18: applied by the dispatcher, per fire time (jobs.core.jitter).
     jitter_seconds = models.PositiveIntegerField(
         "jitter (seconds)",
         default=0,
@@ -307,8 +306,6 @@ class Trigger(models.Model):
         ]
 
     def __str__(self) -> str:
-        from jobs.services import trigger_description
-
         return trigger_description(self)
 
     @classmethod
@@ -319,15 +316,11 @@ class Trigger(models.Model):
         return instance
 
     def clean(self) -> None:
-        from jobs.services import validate_trigger
-
         validate_trigger(self, now=dj_timezone.now())
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Compute next_run_at and `active` from the schedule fields; see
-        jobs.services.apply_schedule."""
-        from jobs.services import apply_schedule, schedule_changed
-
+        jobs.validation.apply_schedule."""
         if (
             self.pk is not None
             and kwargs.get("update_fields") is None
@@ -352,7 +345,7 @@ class QueueState(models.Model):
     """The cluster-wide queue switch (F-28): one row (pk 1), made on first
     use. While paused, no run is enqueued (scheduled ones included) and no
     queued run starts; due times stay due and are caught up once on resume;
-    running runs go on. See jobs.queue."""
+    running runs go on. See runs.queue."""
 
     paused = models.BooleanField(default=False)
     pause_note = models.TextField(blank=True)
@@ -362,7 +355,7 @@ class QueueState(models.Model):
         null=True, blank=True, help_text="Resume by itself at this time. Empty: until resumed."
     )
     resumed_at = models.DateTimeField(null=True, blank=True)
-    # F-29: only jobs allowed during maintenance start; see jobs.queue.
+    # F-29: only jobs allowed during maintenance start; see runs.queue.
     maintenance = models.BooleanField(default=False)
     maintenance_note = models.TextField(blank=True)
 
@@ -402,9 +395,16 @@ class HolidayCalendar(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from jobs.calendars import validate_calendar
-
         validate_calendar(self)
+
+
+def sync_trigger_activity(job_ids: list[int]) -> None:
+    """Set the triggers' `active` flag to "trigger enabled, job enabled, job
+    not paused"; call after any change of Job.enabled or Job.paused
+    (Job.save() does)."""
+    runnable = Exists(Job.objects.filter(pk=OuterRef("job_id"), enabled=True, paused=False))
+    Trigger.objects.filter(job_id__in=job_ids, enabled=True).update(active=runnable)
+    Trigger.objects.filter(job_id__in=job_ids, enabled=False).update(active=False)
 
 
 from jobs.tokens import ApiToken  # noqa: E402  (a model of this app, kept in its own module)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django.db import models
 
+ALL_WEEKDAYS = "0123456"  # Trigger.weekdays: 0 = Monday .. 6 = Sunday
+
 
 class JobKind(models.TextChoices):
     # A function registered with @takt_job, or a Celery task by name.
@@ -15,7 +17,7 @@ class JobKind(models.TextChoices):
 
 class OverlapPolicy(models.TextChoices):
     """What a new run does while the job has an active one (F-23); decided by
-    runs.transitions.compute_admission, the same for every source of runs."""
+    runs.core.admission.compute_admission, the same for every source of runs."""
 
     # Record the new run as `skipped` while another run of the job is active.
     SKIP = "skip", "Skip (record a skipped run)"
@@ -73,7 +75,7 @@ class TriggerKind(models.TextChoices):
 
 
 class CalendarRuleChoice(models.TextChoices):
-    """The presets of jobs.presets.CalendarRule (same values), each at a
+    """The presets of jobs.core.presets.CalendarRule (same values), each at a
     local time of day. Quarters end in March, June, September, December."""
 
     DAILY = "daily", "Daily"

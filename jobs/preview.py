@@ -1,6 +1,6 @@
 """The "check schedule" (F-19): the next fire times of a trigger that may not be
 saved yet, with the schedule in words, validated exactly as saving it
-would be (the model's full_clean: jobs.services.validate_trigger). Used by
+would be (the model's full_clean: jobs.validation.validate_trigger). Used by
 the API's /api/v1/schedule/preview, which the trigger form in the admin
 calls while the operator types."""
 
@@ -13,9 +13,9 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from jobs import triggers as core
+from jobs.core import triggers as core
 from jobs.models import HolidayCalendar, Trigger
-from jobs.services import stage_exclude_calendars, trigger_spec
+from jobs.specs import stage_exclude_calendars, trigger_spec
 
 MAX_COUNT = 50
 

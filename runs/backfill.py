@@ -19,14 +19,15 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
+from jobs.core.rules import Overlap
+from jobs.core.triggers import iter_fire_times
 from jobs.errors import InvalidInput
 from jobs.models import Job
-from jobs.services import trigger_spec
-from jobs.triggers import iter_fire_times
+from jobs.specs import trigger_spec
+from runs.core.admission import Admission
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit
 from runs.publish import publish_after_commit
-from runs.transitions import Admission, Overlap
 
 MAX_FIRE_TIMES = 1000
 

@@ -38,8 +38,8 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 from django.db import transaction
 
-from jobs.display import utc_text
 from jobs.errors import InvalidInput, TaktError
+from runs.core.messages import utc_text
 from runs.decisions import Decision, record
 from runs.locks import get_redis
 from runs.models import Run, RunStatus, task_id_for

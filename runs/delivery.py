@@ -36,7 +36,6 @@ its liveness key yet.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,14 +45,12 @@ from django.db.models import Q
 
 from runs.decisions import Decision, record
 from runs.locks import get_redis
+from runs.marks import WORKER_PREFIX, alive_key, mark_key
 from runs.models import Run, RunStatus
 from runs.redis_age import data_age_seconds
 
 log = logging.getLogger("takt.delivery")
 
-SENT = "sent"
-WORKER_PREFIX = "w:"
-RUN_TASK_PREFIX = "takt-run-"
 # Candidates read per query, with one MGET of their marks per batch.
 RESEND_BATCH = 1000
 # Seconds past the liveness TTL that Redis's data must be old before a
@@ -61,71 +58,6 @@ RESEND_BATCH = 1000
 ALIVE_GRACE_MARGIN_S = 2.0
 # kombu's Redis transport keeps one list per priority step: `q`, `q:1` … `q:9`.
 PRIORITY_STEPS = range(10)
-
-
-def mark_key(run_id: int | str) -> str:
-    return f"{settings.TAKT_KEY_PREFIX}:msg:{run_id}"
-
-
-def alive_key(hostname: str) -> str:
-    return f"{settings.TAKT_KEY_PREFIX}:alive:worker:{hostname}"
-
-
-def mark_ttl_s() -> int:
-    """A mark lives as long as kombu keeps an unacknowledged message: the
-    broker's visibility timeout."""
-    return int(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 43200))
-
-
-def run_id_of_task(task_id: str | None) -> int | None:
-    """The run a Celery task id names (`takt-run-<id>`), else None."""
-    if not task_id or not task_id.startswith(RUN_TASK_PREFIX):
-        return None
-    tail = task_id[len(RUN_TASK_PREFIX) :]
-    return int(tail) if tail.isdigit() else None
-
-
-# KEYS: the runs' marks; ARGV: the TTL (s), then per key the value it must
-# hold to be replaced ('' = none). A worker's `w:` mark written between the
-# broker flush and this call is never overwritten.
-_MARK_SENT = """
-for i, key in ipairs(KEYS) do
-  local current = redis.call('get', key)
-  local expected = ARGV[i + 1]
-  if (current == false and expected == '') or current == expected then
-    redis.call('set', key, 'sent', 'EX', ARGV[1])
-  end
-end
-return 0
-"""
-MARK_CHUNK = 1000
-
-
-def mark_sent(run_ids: Iterable[int], *, replacing: Mapping[int, str | None] | None = None) -> None:
-    """Mark these runs' messages as in the broker's queue, one round trip
-    per 1000 runs, after the broker batch was flushed. A mark is written
-    only where there is none, or (`replacing`, a re-send) where it still
-    holds the value the sweep saw: a worker may already have received the
-    new message and said so."""
-    ids = list(run_ids)
-    seen = replacing or {}
-    client = get_redis()
-    for start in range(0, len(ids), MARK_CHUNK):
-        chunk = ids[start : start + MARK_CHUNK]
-        expected = [seen.get(run_id) or "" for run_id in chunk]
-        keys = [mark_key(run_id) for run_id in chunk]
-        client.eval(_MARK_SENT, len(keys), *keys, mark_ttl_s(), *expected)
-
-
-def mark_received(run_id: int, hostname: str) -> None:
-    """The worker `hostname` holds the run's message (one SET)."""
-    get_redis().set(mark_key(run_id), f"{WORKER_PREFIX}{hostname}", ex=mark_ttl_s())
-
-
-def forget_mark(run_id: int) -> None:
-    """Drop the run's mark: its message is gone (a pool child died before
-    it could start the run), so the sweep sends it again."""
-    get_redis().delete(mark_key(run_id))
 
 
 def resend_reason(mark: str | None, *, alive: set[str], queue_empty: bool) -> str | None:

@@ -34,20 +34,16 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
+from jobs.core.missed import Claim, MissedRunPolicy, PlannedRun, compute_claim
+from jobs.core.triggers import compute_jitter
 from jobs.models import QueueState, Trigger
-from jobs.scheduling import (
-    Claim,
-    MissedRunPolicy,
-    PlannedRun,
-    compute_claim,
-)
-from jobs.services import missed_run_rules, trigger_spec
-from jobs.triggers import compute_jitter
+from jobs.specs import missed_run_rules, trigger_spec
+from runs.core.admission import Admission
+from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.decisions import Decision
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit, cancel_active_runs, revoke_after_commit
 from runs.statements import advance_triggers
-from runs.transitions import Admission
 
 log = logging.getLogger("takt.dispatch")
 
@@ -91,9 +87,6 @@ def claim_due_runs(*, now: datetime, limit: int, maintenance: bool = False) -> C
         for trigger in triggers:
             _claim_one(trigger, now=now, load=load, result=result, resumed_at=resumed_at)
     return result
-
-
-MAINTENANCE_REFUSAL = "refused in maintenance mode: the job is not allowed during maintenance"
 
 
 class _Load:

@@ -42,13 +42,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.core.rules import Overlap
 from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
-from jobs.services import notify_events, overlap_rules
+from jobs.specs import notify_events, overlap_rules
 from runs.autosave import Autosave
 from runs.context import JobContext, JobFailed
+from runs.core.admission import StartAction, compute_start_action
+from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.decisions import Decision, record
-from runs.dispatch import MAINTENANCE_REFUSAL
 from runs.locks import CANCELLED_RUN, MAINTENANCE, PAUSED, JobLock, LockKeeper, acquire_slot
 from runs.metrics import count_lock_wait, release_and_count
 from runs.models import Run, RunStatus, RunTrigger
@@ -60,7 +62,6 @@ from runs.services import finish_run, start_run
 from runs.signals import run_started
 from runs.statements import load_run, start_plain_run
 from runs.stopping import GATE, CancelWatch, save_cancelled_output
-from runs.transitions import Overlap, StartAction, compute_start_action
 from runs.watches import LongRunWatch, TimeoutWatch, send_signal
 
 log = logging.getLogger("takt.execution")

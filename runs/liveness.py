@@ -17,8 +17,8 @@ import threading
 from django.conf import settings
 from django.utils import timezone
 
-from runs.delivery import alive_key
 from runs.locks import get_redis
+from runs.marks import alive_key
 from runs.redis_age import note_data_start
 
 log = logging.getLogger("takt.liveness")

@@ -40,6 +40,10 @@ class RunTrigger(models.TextChoices):
 SCHEDULED_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.CATCHUP)
 
 
+# The one Celery task Takt sends (runs/tasks.py): publishers send it by name.
+EXECUTE_RUN_TASK = "takt.execute_run"
+
+
 def task_id_for(run_id: int) -> str:
     """The Celery task id of a run's message: the same on every re-send, and
     readable in Flower and the broker. Derived from the run id, so it costs

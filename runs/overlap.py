@@ -3,7 +3,7 @@ active runs, admitting a new run, holding a run back until the job is free,
 sending the next held run when it is, and cancelling the runs a
 `cancel_other` run replaces (with the lock release and the stop that an
 operator's cancel, runs/cancel.py, shares). The decisions themselves are
-the pure functions in runs/transitions.py.
+the pure functions in runs/core/admission.py.
 
 Held runs are `queued` with `held` set and no published_at: the outbox
 sweep leaves them alone while their job has a running run. Whoever ends
@@ -19,14 +19,16 @@ import logging
 from collections import Counter
 from datetime import datetime
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
+from jobs.core.rules import MAX_INSTANCES
 from jobs.models import Job
-from jobs.services import overlap_rules
+from jobs.specs import overlap_rules
+from runs.core.admission import Decision, compute_admission
 from runs.models import Run, RunStatus, task_id_for
-from runs.transitions import MAX_INSTANCES, Decision, compute_admission
 
 log = logging.getLogger("takt.runs")
 
@@ -126,10 +128,8 @@ def revoke_after_commit(task_ids: list[str]) -> None:
         return
 
     def revoke() -> None:
-        from runs.tasks import execute_run
-
         try:
-            execute_run.app.control.revoke(task_ids, terminate=True, signal=STOP_SIGNAL)
+            current_app.control.revoke(task_ids, terminate=True, signal=STOP_SIGNAL)
         except Exception:  # the runs are cancelled either way; their end is ignored
             log.exception("could not ask the workers to stop %s", task_ids)
 
@@ -152,7 +152,7 @@ def hold_run(run: Run) -> bool:
 
 
 def _forget_mark(run_id: int) -> None:
-    from runs.delivery import forget_mark
+    from runs.marks import forget_mark
 
     try:
         forget_mark(run_id)

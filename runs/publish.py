@@ -11,16 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
+from celery import current_app
 from django.db import transaction
-from django.db.models import F, Q
 
 from jobs.policies import TimeoutAction
-from runs.delivery import mark_sent
-from runs.models import Run, RunStatus, RunTrigger, task_id_for
+from runs.marks import mark_sent
+from runs.models import EXECUTE_RUN_TASK, Run, RunStatus, task_id_for
 from runs.statements import mark_published
 
 log = logging.getLogger("takt.publish")
@@ -42,8 +41,6 @@ def publish_runs(
     (runs/delivery.py) says `sent`, then its published_at is set: only if
     it had none, or to `now` for a lost message sent again (`replacing`:
     run id -> the mark the sweep saw, see delivery.mark_sent)."""
-    from runs.tasks import execute_run
-
     items = list(runs)
     if not items:
         return 0
@@ -59,15 +56,20 @@ def publish_runs(
     # One broker connection for the whole batch, and (kombu >= 5.7 on Redis)
     # the messages go out in pipelined round trips instead of one each. Runs
     # are marked published only after the batch has been flushed.
-    with execute_run.app.producer_or_acquire() as producer, _batch(producer, len(in_hand)):
+    # By name: the task (runs/tasks.py) is the worker's; a publisher needs
+    # only the app that the project configured (celery.current_app).
+    app = current_app
+    with app.producer_or_acquire() as producer, _batch(producer, len(in_hand)):
         for run in in_hand:
-            execute_run.apply_async(
+            app.send_task(
+                EXECUTE_RUN_TASK,
                 args=[run.pk],
                 task_id=task_id_for(run.pk),
                 queue=run.job.queue,
                 priority=run.priority,
                 **_time_limits(run.job),
                 producer=producer,
+                ignore_result=True,
             )
             sent.append(run.pk)
     try:
@@ -102,37 +104,3 @@ def publish_after_commit(run_ids: list[Run | int]) -> None:
     from django.utils import timezone
 
     transaction.on_commit(lambda: publish_runs(run_ids, now=timezone.now()))
-
-
-def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
-    """Publish queued runs that were never marked as sent: runs deferred to
-    a `run_at` that has come, and runs whose publisher died after recording
-    them (older than TAKT_REPUBLISH_AFTER_SECONDS), and retries once due
-    (no delay included). Held runs are not sent
-    here: first, any job left with held runs and nothing running gets its
-    next one sent (runs.overlap.release_stranded). Uses the partial indexes
-    `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
-    outbox is empty."""
-    from runs.overlap import release_stranded
-
-    waiting = Run.objects.filter(
-        status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now
-    )
-    if not waiting.exists():  # one index probe: held runs are unpublished too
-        return 0
-    release_stranded(now=now)
-    stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
-    # A retry is published by nobody else: it goes out once due, even with
-    # no delay (a retry at "now" of a lost run, say).
-    deferred_due = Q(scheduled_for__gt=F("enqueued_at")) | Q(trigger=RunTrigger.RETRY)
-    ids = list(
-        Run.objects.filter(
-            status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now, held=False
-        )
-        .filter(deferred_due | Q(enqueued_at__lt=stale_before))
-        .order_by("priority", "enqueued_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-    if ids:
-        log.info("publishing %d runs from the outbox", len(ids))
-    return publish_runs(ids, now=now)

@@ -10,17 +10,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from runs.models import EXECUTE_RUN_TASK
+
 log = logging.getLogger("takt.delivery")
 
-TASK_NAME = "takt.execute_run"
 _liveness: list[Any] = []
 
 
 def task_received(sender: Any = None, request: Any = None, **kwargs: Any) -> None:
     """One SET per received message, in the consumer: no database."""
-    from runs.delivery import mark_received, run_id_of_task
+    from runs.marks import mark_received, run_id_of_task
 
-    if request is None or getattr(request, "name", None) != TASK_NAME:
+    if request is None or getattr(request, "name", None) != EXECUTE_RUN_TASK:
         return
     run_id = run_id_of_task(getattr(request, "id", None))
     hostname = getattr(request, "hostname", None) or getattr(sender, "hostname", None)
@@ -41,9 +42,11 @@ def task_failure(
     again; a run that had started is recovered as lost instead."""
     from billiard.exceptions import WorkerLostError
 
-    from runs.delivery import forget_mark, run_id_of_task
+    from runs.marks import forget_mark, run_id_of_task
 
-    if getattr(sender, "name", None) != TASK_NAME or not isinstance(exception, WorkerLostError):
+    if getattr(sender, "name", None) != EXECUTE_RUN_TASK or not isinstance(
+        exception, WorkerLostError
+    ):
         return
     run_id = run_id_of_task(task_id)
     if run_id is None:

@@ -16,13 +16,13 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from jobs.core.rules import MAX_INSTANCES
 from runs.locks import get_redis, job_lock, token_run_id
 from runs.models import Run, RunStatus
 from runs.overlap import release_next_held
 from runs.redis_age import data_age_seconds
 from runs.retries import plan_retry
 from runs.services import finish_run
-from runs.transitions import MAX_INSTANCES
 
 log = logging.getLogger("takt.maintenance")
 
@@ -114,7 +114,7 @@ def _redis_too_young(runs: list[Run], *, now: datetime) -> bool:
 
 def check_lost_runs(*, now: datetime, batch: int = 500) -> Counter[str]:
     """The beat's continuous lost-run check (every TAKT_LOST_CHECK_SECONDS,
-    from jobs.ticks): recover_lost_runs, for real. Any number of beats may
+    from runs.tick): recover_lost_runs, for real. Any number of beats may
     run it at once. Raises redis.RedisError and database errors."""
     counts: Counter[str] = Counter()
     recover_lost_runs(counts, now=now, batch=batch, dry_run=False)

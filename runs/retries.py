@@ -18,9 +18,9 @@ from datetime import datetime
 from django.db.models import Min
 
 from jobs.models import Job, Trigger
-from jobs.services import retry_rules
+from jobs.specs import retry_rules
+from runs.core.transitions import Outcome, RetryPlan, compute_retry
 from runs.models import Run, RunStatus, RunTrigger
-from runs.transitions import Outcome, RetryPlan, compute_retry
 
 RETRYABLE = {
     RunStatus.FAILED: Outcome.FAILED,

@@ -15,23 +15,18 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from jobs.core.rules import JobLimits
 from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
 from jobs.models import Job
-from jobs.queue import lock_file_present
 from jobs.services import on_run_finished, on_run_started
+from runs.core.admission import Admission, Decision
+from runs.core.transitions import JobAfterRun, RetryPlan, compute_job_after_run
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import admit, cancel_active_runs, revoke_after_commit
+from runs.queue import lock_file_present
 from runs.retries import retry_run
 from runs.signals import run_finished
 from runs.statements import cas_update, insert_run, job_activity
-from runs.transitions import (
-    Admission,
-    Decision,
-    JobAfterRun,
-    JobLimits,
-    RetryPlan,
-    compute_job_after_run,
-)
 
 log = logging.getLogger("takt.runs")
 

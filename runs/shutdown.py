@@ -22,9 +22,9 @@ import logging
 import threading
 from typing import Any
 
-log = logging.getLogger("takt.shutdown")
+from runs.models import EXECUTE_RUN_TASK
 
-TASK_NAME = "takt.execute_run"
+log = logging.getLogger("takt.shutdown")
 
 
 def unstarted_requests() -> list[Any]:
@@ -33,7 +33,9 @@ def unstarted_requests() -> list[Any]:
     from celery.worker import state
 
     active = set(state.active_requests)
-    return [r for r in tuple(state.reserved_requests) if r not in active and r.name == TASK_NAME]
+    return [
+        r for r in tuple(state.reserved_requests) if r not in active and r.name == EXECUTE_RUN_TASK
+    ]
 
 
 def give_back(requests: list[Any]) -> int:

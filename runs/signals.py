@@ -19,3 +19,7 @@ run_running_long = Signal()
 # Sent by the beat after a claim whose run_all catch-up left missed fire
 # times out (its limit or window); kwargs: job_id, job_name, skipped, now.
 catchup_capped = Signal()
+
+# Sent by a beat after each tick that reached the database; kwargs: now. The
+# beat's own heartbeat and the overdue check listen (heartbeats.receivers).
+beat_ticked = Signal()

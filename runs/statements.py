@@ -22,7 +22,7 @@ from django.db import connection
 
 from jobs.models import Job, QueueState, Trigger
 from jobs.policies import TriggerKind
-from jobs.services import RUN_ANCHORS
+from jobs.specs import RUN_ANCHORS
 from runs.models import Run, RunStatus
 
 JOB_FIELDS = (

@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from runs.execution import execute
+from runs.models import EXECUTE_RUN_TASK
 from runs.outage import MAX_BACKOFF_S, OutageTooLong
 from scheduler_project.connections import ConnectionReuse
 
@@ -19,7 +20,7 @@ log = logging.getLogger("takt.execution")
 _connection = ConnectionReuse(fresh_s=1.0)
 
 
-@shared_task(name="takt.execute_run", bind=True, ignore_result=True, acks_late=True)
+@shared_task(name=EXECUTE_RUN_TASK, bind=True, ignore_result=True, acks_late=True)
 def execute_run(self: Any, run_id: int) -> None:
     try:
         with _connection.use():

@@ -8,7 +8,7 @@ import logging
 import time
 from typing import Any
 
-from jobs.services import long_run_seconds
+from jobs.specs import long_run_seconds
 from runs.context import JobContext
 from runs.models import Run
 from runs.signals import run_running_long

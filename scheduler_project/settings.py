@@ -162,7 +162,7 @@ CELERY_TASK_DEFAULT_QUEUE = "takt"
 # ~8 ms. Takt's task calls close_old_connections() itself, which keeps a
 # healthy connection for CONN_MAX_AGE seconds.
 CELERY_DB_REUSE_MAX = 1_000_000
-CELERY_BEAT_SCHEDULER = "jobs.beat:TaktScheduler"
+CELERY_BEAT_SCHEDULER = "runs.beat:TaktScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TIMEZONE = "UTC"
 

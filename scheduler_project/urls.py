@@ -2,15 +2,17 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from heartbeats.api import heartbeat_or_ping
-from heartbeats.ping import ping_view
-from runs.metrics import metrics_view
+from heartbeats.api.metrics import metrics_view
+from heartbeats.api.ping import ping_view
+from heartbeats.api.views import heartbeat_or_ping
 
 # This project is Takt's own: its admin says so (a project that embeds Takt keeps its own).
 admin.site.site_header = "Takt"
 admin.site.site_title = "Takt"
 admin.site.index_title = "Jobs, runs and heartbeats"
-admin.site.index_template = "admin/takt/index.html"  # the landing page (heartbeats/summary.py)
+admin.site.index_template = (
+    "admin/takt/index.html"  # the landing page (heartbeats/admin/summary.py)
+)
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),

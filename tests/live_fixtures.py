@@ -120,7 +120,7 @@ def start_process(live_env: dict[str, str], live_log_dir: Path) -> Iterator[Call
                 "-l",
                 "info",
                 "-S",
-                "jobs.beat:TaktScheduler",
+                "runs.beat:TaktScheduler",
                 "--pidfile=",
                 "-s",
                 str(live_log_dir / f"beat-{uuid.uuid4().hex[:6]}"),

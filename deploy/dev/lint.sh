@@ -13,5 +13,5 @@ ruff check . || rc=1
 takt_say "ruff format --check"
 ruff format --check . || rc=1
 takt_say "mypy --strict on the pure core"
-mypy --strict --follow-imports=silent jobs/cron.py jobs/triggers.py jobs/constraints.py jobs/presets.py jobs/jitter.py jobs/scheduling.py jobs/explain.py jobs/forecast.py jobs/local_hours.py runs/transitions.py heartbeats/status.py || rc=1
+mypy --strict --follow-imports=silent jobs/core runs/core heartbeats/core || rc=1
 exit "$rc"

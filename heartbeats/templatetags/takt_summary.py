@@ -1,5 +1,5 @@
 """``{% load takt_summary %}{% takt_landing as summary %}``: the data of the
-Takt landing page (heartbeats/summary.py)."""
+Takt landing page (heartbeats/admin/summary.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 from django.utils import timezone
 
-from heartbeats.summary import landing_summary
+from heartbeats.admin.summary import landing_summary
 
 register = template.Library()
 

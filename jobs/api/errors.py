@@ -16,21 +16,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from jobs.definitions import django_errors
 from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
-
-
-def django_errors(exc: DjangoValidationError) -> Any:
-    """A Django ValidationError as DRF error data: {field: [messages]}."""
-    from jobs.definitions import DefinitionInvalid
-
-    if isinstance(exc, DefinitionInvalid):
-        return {("detail" if k == "__all__" else k): v for k, v in exc.errors.items()}
-    if hasattr(exc, "error_dict"):
-        return {
-            ("detail" if field == "__all__" else field): messages
-            for field, messages in exc.message_dict.items()
-        }
-    return {"detail": " ".join(exc.messages)}
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -20,9 +20,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs.api.errors import django_errors
-from jobs.api.serializers import TriggerSerializer
+from jobs.definitions import django_errors
 from jobs.preview import MAX_COUNT, preview_trigger
+from jobs.serializers import TriggerSerializer
 
 
 class PreviewRequestSerializer(TriggerSerializer):

@@ -1,6 +1,6 @@
 """The jobs API (F-41, F-42): jobs with their triggers, starting a run, the
 queue switch. Views only translate HTTP: the writes are jobs.definitions,
-jobs.services, jobs.queue and runs.services.enqueue_job."""
+jobs.services, runs.queue and runs.services.enqueue_job."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs import queue, services
+from jobs import services
 from jobs.api.auth import is_user, job_token
-from jobs.api.serializers import JobSerializer, RunRequestSerializer
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
 from jobs.policies import ApiTriggerPermission
-from runs.api import RunSerializer  # the API is glue over all apps, like the admin
+from jobs.serializers import JobSerializer, RunRequestSerializer
+from runs import queue
+from runs.api.views import RunSerializer  # the API is glue over all apps, like the admin
 from runs.services import enqueue_job
 
 

@@ -8,7 +8,7 @@ HELLO_CRON = "0 9 * * *"
 
 
 def create_hello_world(apps, schema_editor):
-    from jobs.triggers import CronSpec, compute_first_fire
+    from jobs.core.triggers import CronSpec, compute_first_fire
 
     Job = apps.get_model("jobs", "Job")
     Trigger = apps.get_model("jobs", "Trigger")

@@ -10,7 +10,7 @@ MAINTENANCE_CRON = "7 * * * *"
 
 
 def create_maintenance_job(apps, schema_editor):
-    from jobs.triggers import CronSpec, compute_first_fire
+    from jobs.core.triggers import CronSpec, compute_first_fire
 
     Job = apps.get_model("jobs", "Job")
     Trigger = apps.get_model("jobs", "Trigger")

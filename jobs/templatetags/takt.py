@@ -2,7 +2,7 @@
 ``{{ run.started_at|takt_time }}``, ``{{ run.duration_s|takt_duration }}``,
 ``{{ run|takt_run_duration }}`` ("unknown" for a lost run),
 ``{{ run.status|takt_status }}``, ``{{ heartbeat.state|takt_state }}``
-(see jobs/display.py)."""
+(see jobs/admin/display.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from jobs import display
+from jobs.admin import display
 
 register = template.Library()
 

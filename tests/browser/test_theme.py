@@ -1,7 +1,7 @@
 """The admin in a light and a dark browser (the admin's theme "auto"
 follows the system's): the run list's status badges keep a readable
 contrast (WCAG's 4.5:1 for text) in both, and so does the link in the job
-editor's latest-run heading (takt/admin.css, jobs/display.py)."""
+editor's latest-run heading (takt/admin.css, jobs/admin/display.py)."""
 
 from __future__ import annotations
 

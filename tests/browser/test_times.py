@@ -1,6 +1,6 @@
 """Times in the admin as an operator in New York sees them, from a server
 in UTC: in the browser's zone with its abbreviation (F-90, F-64; the
-shared display of jobs/display.py and takt/admin.js), on every page that
+shared display of jobs/admin/display.py and takt/admin.js), on every page that
 shows times, with the UTC value in each time's tooltip."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from heartbeats.api.ping import record_ping
 from heartbeats.models import Heartbeat
-from heartbeats.ping import record_ping
 from heartbeats.services import check_overdue
-from jobs import queue
 from jobs.models import Job, Trigger
+from runs import queue
 from runs.models import Run
 from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import past_run, report_beat, report_worker

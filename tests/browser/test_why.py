@@ -14,9 +14,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from jobs import queue
 from jobs.models import Job, Trigger
 from jobs.services import pause_job, set_jobs_enabled
+from runs import queue
 from runs.models import Run, RunStatus
 from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import WORKER, past_run, report_beat, report_worker
@@ -116,7 +116,7 @@ STATES: dict[str, tuple[Callable[[], Job], str, str]] = {
         no_live_beat,
         "beat",
         "held back by: beat (no live beat: nothing is dispatched by schedule (start one: celery"
-        " -A scheduler_project beat -S jobs.beat:TaktScheduler))",
+        " -A scheduler_project beat -S runs.beat:TaktScheduler))",
     ),
     "every scheduler off": (
         scheduler_off,

@@ -164,7 +164,7 @@ def make_slots(env: dict[str, str], log_dir: Path, *, beats: int, workers: int) 
     celery = [sys.executable, "-m", "celery", "-A", "scheduler_project"]
     slots = []
     for i in range(beats):
-        argv = celery + ["beat", "-l", "info", "-S", "jobs.beat:TaktScheduler", "--pidfile="]
+        argv = celery + ["beat", "-l", "info", "-S", "runs.beat:TaktScheduler", "--pidfile="]
         argv += ["-s", str(log_dir / f"beat{i}-schedule")]
         slots.append(Slot("beat", i, argv, env, log_dir))
     for i in range(workers):

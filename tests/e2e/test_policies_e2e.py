@@ -11,8 +11,8 @@ import redis
 from django.utils import timezone
 
 from jobs.models import Job, Trigger
-from jobs.queue import pause_queue, resume_queue
 from runs.models import Run, RunStatus, RunTrigger
+from runs.queue import pause_queue, resume_queue
 from runs.services import enqueue_job
 from tests.e2e.conftest import wait_until
 

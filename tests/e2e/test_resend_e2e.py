@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from jobs.models import Job
-from runs.delivery import mark_key
+from runs.marks import mark_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
 from tests.e2e.conftest import wait_until

@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from heartbeats.processes import report_process
 from jobs.models import Job, QueueState
-from jobs.queue import pause_queue, resume_queue_if_due
-from runs import admin_filters
+from runs.admin import filters as admin_filters
 from runs.models import Run, RunStatus
+from runs.queue import pause_queue, resume_queue_if_due
 from tests.integration.conftest import hourly, make_job, utc
 
 pytestmark = pytest.mark.django_db

@@ -17,6 +17,7 @@ import pytest
 from django.db import connections, transaction
 
 from heartbeats.alerts import mark_seen, raise_alert, resolve_alert
+from heartbeats.core.status import OK_STATUS, HeartbeatState
 from heartbeats.models import Alert, Heartbeat
 from heartbeats.services import (
     check_overdue,
@@ -24,7 +25,6 @@ from heartbeats.services import (
     on_run_finished,
     overdue_alert_key,
 )
-from heartbeats.status import OK_STATUS, HeartbeatState
 from jobs.models import Job
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger

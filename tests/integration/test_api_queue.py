@@ -13,8 +13,8 @@ from django.utils.dateparse import parse_datetime
 
 from heartbeats.processes import PROCESS_DEADLINE_S, concurrency_detail, report_process
 from jobs.models import QueueState
-from jobs.queue import maintenance_key, pause_key
 from runs.models import Run, RunStatus
+from runs.queue import maintenance_key, pause_key
 from tests.integration.api_helpers import SessionClient, TokenClient, make_token, user_with
 from tests.integration.conftest import hourly, make_job, utc
 

@@ -12,8 +12,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from jobs.models import Job
-from jobs.queue import pause_queue
 from runs.models import Run, RunStatus
+from runs.queue import pause_queue
 from runs.services import enqueue_job
 from tests.integration.api_helpers import SessionClient, TokenClient, make_token, user_with
 from tests.integration.conftest import make_job

@@ -138,7 +138,7 @@ def race(claimers: int, work) -> list:
 
 
 def claim_until_done(now, limit):
-    """A beat's tick: claim batches until nothing is left (as jobs.ticks does)."""
+    """A beat's tick: claim batches until nothing is left (as runs.tick does)."""
     total = ClaimResult()
     while True:
         batch = claim_due_runs(now=now, limit=limit)

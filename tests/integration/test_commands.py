@@ -124,7 +124,7 @@ def test_a_fresh_install_has_a_disabled_hello_world_job_that_runs(redis_client):
 
 @pytest.mark.django_db
 def test_pause_and_resume_queue_commands(capsys, redis_client):
-    from jobs.queue import is_paused
+    from runs.queue import is_paused
 
     call_command("pause_queue", "--note", "deploy")
     assert is_paused()
@@ -161,7 +161,7 @@ def test_takt_status_prints_the_queue(capsys, redis_client):
     from django.utils import timezone
 
     from heartbeats.processes import report_process
-    from jobs.queue import pause_queue
+    from runs.queue import pause_queue
 
     make_job("a")
     pause_queue(note="deploy", by="ops", now=timezone.now())
@@ -175,14 +175,14 @@ def test_takt_status_prints_the_queue(capsys, redis_client):
     assert re.search(r"^paused +True$", out, re.M), out
     assert re.search(r"^beats +beat@here \(scheduler_enabled=False\)$", out, re.M), out
     assert re.search(r"^scheduler_enabled +False$", out, re.M), out
-    from jobs.queue import resume_queue
+    from runs.queue import resume_queue
 
     resume_queue(now=timezone.now())
 
 
 @pytest.mark.django_db
 def test_maintenance_mode_command(capsys, redis_client):
-    from jobs.queue import in_maintenance
+    from runs.queue import in_maintenance
 
     call_command("maintenance_mode", "on", "--note", "upgrade")
     assert in_maintenance()

@@ -261,7 +261,7 @@ def test_sync_jobs_turns_a_bad_declaration_into_a_command_error():
 
 
 def test_the_beat_syncs_at_start_and_refuses_to_start_on_a_bad_declaration():
-    from jobs.beat import TaktScheduler
+    from runs.beat import TaktScheduler
     from scheduler_project.celery import app
 
     with time_machine.travel(T0, tick=False), override_settings(TAKT_JOBS={"nightly": NIGHTLY}):

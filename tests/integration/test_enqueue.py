@@ -13,7 +13,7 @@ from jobs import enqueue_job
 from jobs.errors import InvalidInput, JobNotFound
 from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
-from runs.publish import sweep_unpublished
+from runs.outbox import sweep_unpublished
 from runs.services import create_run
 from tests.integration.conftest import SECOND, broker_task_ids, hourly, make_job, utc
 

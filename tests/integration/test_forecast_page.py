@@ -9,7 +9,7 @@ import pytest
 import time_machine
 from django.urls import reverse
 
-from jobs import timeline_data
+from jobs.admin import timeline_data
 from jobs.models import HolidayCalendar, Trigger
 from jobs.services import set_exclude_calendars, set_jobs_enabled
 from tests.integration.conftest import make_job, make_trigger, utc

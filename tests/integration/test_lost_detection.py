@@ -18,13 +18,13 @@ import pytest
 import time_machine
 from django.db import connection
 
-import jobs.ticks
+import runs.tick
 from jobs.models import Job
-from jobs.ticks import run_tick
 from runs.locks import job_lock
 from runs.models import Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE, _mark_lost, check_lost_runs, lost_candidates
 from runs.redis_age import since_key
+from runs.tick import run_tick
 from tests.integration.conftest import SECOND, broker_task_ids, make_job, utc
 from tests.integration.conftest import running_run as make_running_run
 from tests.processes import free_port
@@ -53,7 +53,7 @@ def held_run(job: Job, *, enqueued_at: Any) -> Run:
 @pytest.fixture
 def check_due(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tick's next lost-run check is due (it ran long ago)."""
-    monkeypatch.setattr(jobs.ticks, "_lost_checked_at", float("-inf"))
+    monkeypatch.setattr(runs.tick, "_lost_checked_at", float("-inf"))
 
 
 def tick(now: Any) -> None:

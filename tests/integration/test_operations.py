@@ -16,12 +16,12 @@ from jobs.declared import sync_declared_jobs
 from jobs.errors import InvalidInput, QueuePaused
 from jobs.exchange import InvalidDefinition, export_queryset, import_jobs
 from jobs.models import Job
-from jobs.queue import pause_queue
 from runs.context import JobContext, JobFailed
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.operation_kinds import perform
 from runs.operations import GUARD_S, OPERATIONS_KEY, operations_job, start_operation
+from runs.queue import pause_queue
 from tests.integration.conftest import SECOND, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db

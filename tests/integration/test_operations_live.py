@@ -1,4 +1,4 @@
-"""A run's live view (F-93): the JSON the run page polls (runs/live.py),
+"""A run's live view (F-93): the JSON the run page polls (runs/admin/live.py),
 its permissions, and the live panel snippet."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from heartbeats.processes import PROCESS_DEADLINE_S, report_process
-from runs.live import LIVE_OUTPUT_CHARS, NO_WORKER, WAITING, output_tail
+from runs.admin.live import LIVE_OUTPUT_CHARS, NO_WORKER, WAITING, output_tail
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
 from tests.integration.api_helpers import user_with

@@ -14,8 +14,8 @@ from runs.dispatch import claim_due_runs
 from runs.execution import execute
 from runs.locks import job_lock
 from runs.models import Run, RunStatus, RunTrigger
+from runs.outbox import sweep_unpublished
 from runs.overlap import release_stranded
-from runs.publish import sweep_unpublished
 from runs.services import create_run, enqueue_job, start_run
 from tests.integration.conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
 
@@ -217,8 +217,8 @@ def test_a_job_disables_itself_after_its_run_limit(redis_client):
 
 def test_a_paused_queue_enqueues_nothing_and_holds_what_arrives(redis_client):
     from jobs.errors import QueuePaused
-    from jobs.queue import pause_queue, resume_queue
-    from jobs.ticks import run_tick
+    from runs.queue import pause_queue, resume_queue
+    from runs.tick import run_tick
 
     job = make_job(target="tests.echo", overlap_policy="allow", max_instances=3)
     already_sent = enqueue_job(job, trigger="manual", now=T0)
@@ -280,7 +280,7 @@ def test_missed_run_policies_after_an_outage(policy, expected):
 
 
 def test_jitter_delays_each_run_by_the_same_amount_in_every_beat(redis_client):
-    from jobs.triggers import compute_jitter
+    from jobs.core.triggers import compute_jitter
 
     job = make_job("jittery")
     trigger = make_trigger(
@@ -320,8 +320,8 @@ def test_a_pause_with_an_end_time_lifts_itself():
 
 def test_maintenance_mode_refuses_every_start_of_jobs_not_allowed(redis_client):
     from jobs.errors import MaintenanceMode
-    from jobs.queue import set_maintenance
-    from jobs.ticks import run_tick
+    from runs.queue import set_maintenance
+    from runs.tick import run_tick
 
     plain = make_job("report")
     allowed = make_job("cleanup", allowed_during_maintenance=True)
@@ -350,8 +350,8 @@ def test_maintenance_mode_refuses_every_start_of_jobs_not_allowed(redis_client):
 def test_every_decision_is_recorded_and_queryable_by_job(redis_client):
     from django.core.management import call_command
 
-    from jobs.ticks import run_tick
     from runs.decisions import query
+    from runs.tick import run_tick
 
     job = make_job("logged")
     other = make_job("other")
@@ -370,7 +370,7 @@ def test_every_decision_is_recorded_and_queryable_by_job(redis_client):
 
 def test_a_capped_catch_up_raises_an_alert(redis_client):
     from heartbeats.models import Alert
-    from jobs.ticks import run_tick
+    from runs.tick import run_tick
 
     job = make_job("capped", missed_run_policy="run_all", catchup_max_runs=2)
     make_trigger(job, created_at=T0 - 60 * SECOND, kind="interval", interval_seconds=3600)

@@ -9,7 +9,8 @@ from billiard.exceptions import WorkerLostError
 from django.test import override_settings
 
 from runs.decisions import query
-from runs.delivery import alive_key, mark_key, resend_lost_messages
+from runs.delivery import resend_lost_messages
+from runs.marks import alive_key, mark_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.publish import publish_runs
 from runs.receivers import task_failure
@@ -181,7 +182,7 @@ def test_the_end_of_a_run_deletes_its_mark(broker):
 
 
 def test_a_worker_that_received_the_message_before_its_mark_was_written_keeps_its_mark(broker):
-    from runs.delivery import mark_sent
+    from runs.marks import mark_sent
 
     fresh, resent = published(2)
     broker.set(mark_key(fresh.pk), "w:fast@host")  # received between the flush and the mark
@@ -210,12 +211,12 @@ def test_a_run_put_back_to_wait_for_its_job_loses_its_mark_and_gets_a_fresh_one(
 
 
 def test_the_beat_tick_sends_lost_messages_again_at_most_every_check_period(broker, monkeypatch):
-    import jobs.ticks
-    from jobs.ticks import run_tick
+    import runs.tick
+    from runs.tick import run_tick
 
     run, *_ = published()
     broker.delete(mark_key(run.pk))
-    monkeypatch.setattr(jobs.ticks, "_resent_at", float("-inf"))
+    monkeypatch.setattr(runs.tick, "_resent_at", float("-inf"))
 
     run_tick(now=T0 + AFTER + SECOND)
     assert broker_task_ids(broker) == [task_id(run)] * 2
@@ -225,12 +226,12 @@ def test_the_beat_tick_sends_lost_messages_again_at_most_every_check_period(brok
 
 
 def test_a_redis_outage_in_the_sweep_is_logged_and_the_tick_goes_on(broker, monkeypatch, caplog):
-    import jobs.ticks
-    from jobs.ticks import run_tick
+    import runs.tick
+    from runs.tick import run_tick
     from tests.processes import free_port
 
     published()
-    monkeypatch.setattr(jobs.ticks, "_resent_at", float("-inf"))
+    monkeypatch.setattr(runs.tick, "_resent_at", float("-inf"))
     with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):  # nobody listens
         assert run_tick(now=T0 + AFTER + SECOND) > 0
     assert "could not look for lost messages" in caplog.text

@@ -1,4 +1,4 @@
-"""One beat tick in-process (jobs.ticks.run_tick, F-20, F-30, F-83): claim in
+"""One beat tick in-process (runs.tick.run_tick, F-20, F-30, F-83): claim in
 batches, publish to the private Redis broker, sweep the outbox."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import time_machine
 
-from jobs.ticks import run_tick
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
+from runs.tick import run_tick
 from tests.integration.conftest import SECOND, broker_task_ids, hourly, make_job, utc
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import time_machine
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from jobs import timeline_data
+from jobs.admin import timeline_data
 from runs.models import Run, RunStatus
 from tests.integration.conftest import make_job, make_trigger, utc
 

@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from jobs import services
-from jobs import triggers as core
+from jobs import services, specs
+from jobs.core import triggers as core
 from jobs.models import HolidayCalendar, Job, Trigger
 from tests.integration.conftest import SECOND, job_form_fields, make_job, make_trigger, utc
 
@@ -44,7 +44,7 @@ def stored(trigger: Trigger) -> tuple[dict, list[int]]:
 
 def fire_times(trigger: Trigger, *, after, count: int = 5) -> list:
     """What the beat sees: the spec of the trigger as loaded from the database."""
-    spec = services.trigger_spec(Trigger.objects.get(pk=trigger.pk), now=after)
+    spec = specs.trigger_spec(Trigger.objects.get(pk=trigger.pk), now=after)
     return core.compute_fire_times(spec, after=after, count=count)
 
 
@@ -333,8 +333,8 @@ def test_a_stale_instance_saved_later_keeps_the_exclusions():
 def test_an_unsaved_trigger_has_no_exclusions():
     trigger = Trigger(job=make_job(), kind="cron", cron_expression="0 9 * * *")
 
-    assert services.excluded_dates(trigger, range(2024, 2031)) == frozenset()
-    assert services.trigger_spec(trigger, now=T0) == core.CronSpec("0 9 * * *", BERLIN, None)
+    assert specs.excluded_dates(trigger, range(2024, 2031)) == frozenset()
+    assert specs.trigger_spec(trigger, now=T0) == core.CronSpec("0 9 * * *", BERLIN, None)
 
 
 def test_calendars_are_resolved_by_name():

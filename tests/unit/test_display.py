@@ -1,4 +1,4 @@
-"""How the admin shows times, durations and statuses (jobs/display.py)."""
+"""How the admin shows times, durations and statuses (jobs/admin/display.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test.utils import override_settings
 
-from jobs.display import duration_text, status_badge, time_html
+from jobs.admin.display import duration_text, status_badge, time_html
 
 WHEN = datetime(2026, 12, 1, 16, 51, 10, tzinfo=UTC)
 
@@ -57,7 +57,7 @@ def test_a_status_is_a_badge_with_its_own_class():
 
 
 def test_utc_times_in_a_message_become_times_for_the_browser_and_the_rest_is_escaped():
-    from jobs.display import times_in_text
+    from jobs.admin.display import times_in_text
 
     html = str(
         times_in_text(

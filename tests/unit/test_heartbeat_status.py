@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from heartbeats.status import (
+from heartbeats.core.status import (
     NO_REPORT_LABEL,
     HeartbeatState,
     compute_deadline_at,

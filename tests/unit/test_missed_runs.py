@@ -1,4 +1,4 @@
-"""jobs.scheduling missed-run rules (F-24, F-28, F-102): grace, window,
+"""jobs.core.missed: the missed-run rules (F-24, F-28, F-102): grace, window,
 policy (skip, run_once latest/earliest, run_all bounded) and coalesce_until,
 each with a table of cases. No database; `now` is passed."""
 
@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs.scheduling import (
+from jobs.core.missed import (
     CatchupPick,
     Claim,
     MissedRunPolicy,
@@ -21,7 +21,7 @@ from jobs.scheduling import (
     compute_claim,
     validate_missed_run_rules,
 )
-from jobs.triggers import (
+from jobs.core.triggers import (
     CronSpec,
     IntervalAnchor,
     IntervalSpec,
@@ -534,7 +534,7 @@ def test_a_constrained_interval_counts_only_the_allowed_grid_points() -> None:
     # Every 10 minutes between 09:00 and 10:00 UTC, missed for a day: the due
     # times are 09:00..09:50 on the 5th and 09:00..09:20 on the 6th, not the
     # 147 points of the bare grid.
-    from jobs.constraints import Constraints  # the F-15 constraints (jobs.triggers)
+    from jobs.core.constraints import Constraints  # the F-15 constraints (jobs.core.triggers)
 
     window = Constraints(window_start=dt_time(9), window_end=dt_time(10))
     spec = IntervalSpec(10 * MINUTE, constraints=window)

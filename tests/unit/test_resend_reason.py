@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from runs.delivery import resend_reason, run_id_of_task
+from runs.delivery import resend_reason
+from runs.marks import run_id_of_task
 
 ALIVE = {"a@host"}
 

@@ -1,4 +1,4 @@
-"""jobs.scheduling.compute_claim: what the beat does with a due trigger
+"""jobs.core.missed.compute_claim: what the beat does with a due trigger
 (F-20, F-21, F-24 run_once, F-102 coalescing latest), without missed-run
 rules (today's behaviour); the rules are in test_missed_runs.py. No database."""
 
@@ -9,8 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs.scheduling import Claim, MissedRunRules, PlannedRun, compute_claim, compute_due_window
-from jobs.triggers import (
+from jobs.core.due import compute_due_window
+from jobs.core.missed import Claim, MissedRunRules, PlannedRun, compute_claim
+from jobs.core.triggers import (
     CronSpec,
     IntervalAnchor,
     IntervalSpec,

@@ -1,4 +1,4 @@
-"""Overlap, retry and job-limit decisions (runs/transitions.py): one table
+"""Overlap, retry and job-limit decisions (jobs/core/rules.py, runs/core/admission.py, runs/core/transitions.py): one table
 of cases per policy."""
 
 from __future__ import annotations
@@ -7,23 +7,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobs.cron import TriggerError
-from runs.transitions import (
-    Admission,
+from jobs.core.cron import TriggerError
+from jobs.core.rules import (
     JobLimits,
-    Outcome,
     Overlap,
     OverlapRules,
     RetryRules,
-    StartAction,
-    compute_admission,
-    compute_backoff,
-    compute_job_after_run,
-    compute_retry,
-    compute_start_action,
     validate_overlap_rules,
     validate_retry_rules,
 )
+from runs.core.admission import Admission, StartAction, compute_admission, compute_start_action
+from runs.core.transitions import Outcome, compute_backoff, compute_job_after_run, compute_retry
 
 Q, H, S, R = Admission.QUEUE, Admission.HOLD, Admission.SKIP, Admission.REPLACE
 T0 = datetime(2026, 3, 29, 0, 30, tzinfo=UTC)

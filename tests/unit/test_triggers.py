@@ -1,16 +1,14 @@
-"""jobs.triggers: validation, fire times, DST (F-10..F-13, F-19). No database."""
+"""jobs.core.triggers: validation, fire times, DST (F-10..F-13, F-19). No database."""
 
 from __future__ import annotations
 
-import ast
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs.triggers import (
+from jobs.core.triggers import (
     MAX_INTERVAL,
     MIN_INTERVAL,
     CronSpec,
@@ -49,34 +47,6 @@ def cron_next(expression: str, zone: str, after: datetime) -> datetime | None:
 def cron_series(expression: str, zone: str, after: datetime, count: int) -> list[datetime]:
     times = compute_fire_times(CronSpec(expression, zone), after=after, count=count)
     return [t.astimezone(UTC) for t in times]
-
-
-# --- the pure core stays pure --------------------------------------------------
-
-ALLOWED_IMPORTS = {
-    "__future__", "collections", "dataclasses", "datetime", "enum", "functools",
-    "itertools", "typing", "zoneinfo", "cronsim", "cron_descriptor",
-}  # fmt: skip
-PURE_SIBLINGS = {"cron", "triggers", "constraints", "presets", "jitter", "scheduling"}
-
-
-@pytest.mark.parametrize("module", ["triggers.py", "scheduling.py"])
-def test_core_imports_only_stdlib_and_cron_libraries(module: str) -> None:
-    tree = ast.parse((Path(__file__).parents[2] / "jobs" / module).read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            name = node.module or ""
-            if name.removeprefix("jobs.") in PURE_SIBLINGS:
-                continue  # another module of the pure core
-            imported.add(name.split(".")[0])
-    assert imported <= ALLOWED_IMPORTS
-    source = ast.unparse(tree)
-    assert not any(
-        clock in source for clock in (".now(", ".today(", "utcnow", "time.time", "monotonic")
-    )
 
 
 # --- TriggerError and time zones -------------------------------------------------

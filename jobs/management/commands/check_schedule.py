@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from jobs import services
-from jobs import triggers as core
+from jobs import specs
+from jobs.core import triggers as core
 from jobs.models import Trigger
 
 
@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 trigger = _load_trigger(options["trigger"])
                 tz = core.canonical_timezone(trigger.timezone or settings.TIME_ZONE)
                 after = _parse_after(options["after"], tz)
-                spec = services.trigger_spec(trigger, now=after)
+                spec = specs.trigger_spec(trigger, now=after)
             else:
                 if options["expression"] is None:
                     raise core.TriggerError(

@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from jobs.queue import lock_file_present, set_maintenance
 from runs.connectivity import require_redis
+from runs.queue import lock_file_present, set_maintenance
 
 
 class Command(BaseCommand):

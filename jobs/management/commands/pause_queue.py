@@ -1,4 +1,4 @@
-"""F-28 / F-74: pause the queue for the whole cluster (see jobs/queue.py)."""
+"""F-28 / F-74: pause the queue for the whole cluster (see runs/queue.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs.queue import pause_queue
 from runs.connectivity import require_redis
+from runs.queue import pause_queue
 
 
 class Command(BaseCommand):

@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from jobs.queue import resume_queue
 from runs.connectivity import require_redis
+from runs.queue import resume_queue
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 // A run's live panel (F-93; admin/runs/run/live_panel.html): polls the
-// run's live JSON (runs/live.py) about once a second while the run is
+// run's live JSON (runs/admin/live.py) about once a second while the run is
 // queued or running, and shows its status badge, progress bar, percentage
 // and note, times, duration and output; the output follows new lines
 // unless the reader scrolled up. Stops when the run ends and fires a

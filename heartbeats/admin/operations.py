@@ -1,0 +1,130 @@
+"""The operations page (F-64) and the admin for heartbeats and alerts.
+
+The operations page lists one row per heartbeat: name, last run, last
+success, deadline in seconds and the state (`Overdue`, else `Last run
+failed`, else `OK`; "No run has reported yet" without a report), with the
+times shown in the browser's time zone, and the open alerts with a
+mark-as-seen button."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from heartbeats.alerts import mark_seen
+from heartbeats.core.status import operations_label
+from heartbeats.models import Alert, Heartbeat
+
+JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
+
+
+@admin.register(Heartbeat)
+class HeartbeatAdmin(admin.ModelAdmin):
+    list_display = ("name", "state_label", "last_run_at", "last_success_at", "deadline_s", "state")
+    search_fields = ("name",)
+    fields = (
+        "name",
+        "job",
+        ("deadline_s", "grace_s"),
+        ("paused", "alert_after_failures", "reminder_s"),
+        ("last_run_at", "last_success_at", "last_started_at"),
+        ("last_status", "state"),
+        "last_result",
+        ("run_count", "failure_count", "consecutive_failures"),
+    )
+    readonly_fields = (
+        "job",
+        "last_run_at",
+        "last_success_at",
+        "last_started_at",
+        "last_status",
+        "state",
+        "last_result",
+        "run_count",
+        "failure_count",
+        "consecutive_failures",
+    )
+    change_list_template = "admin/heartbeats/heartbeat/change_list.html"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Heartbeat | None = None) -> Any:
+        extra = JOB_MANAGED if obj is not None and obj.job_id else ()
+        return (*self.readonly_fields, *extra)
+
+    @admin.display(description="operations state")
+    def state_label(self, obj: Heartbeat) -> str:
+        return operations_label(
+            last_run_at=obj.last_run_at,
+            last_status=obj.last_status,
+            deadline_s=obj.deadline_s,
+            now=timezone.now(),
+        )
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view
+        return [
+            path("operations/", view(self.operations_view), name="heartbeats_operations"),
+            path(
+                "operations/seen/",
+                view(require_POST(self.mark_seen_view)),
+                name="heartbeats_alerts_seen",
+            ),
+            *super().get_urls(),
+        ]
+
+    def operations_view(self, request: HttpRequest) -> HttpResponse:
+        now = timezone.now()
+        rows = [
+            {
+                "heartbeat": beat,
+                "state": operations_label(
+                    last_run_at=beat.last_run_at,
+                    last_status=beat.last_status,
+                    deadline_s=beat.deadline_s,
+                    now=now,
+                ),
+            }
+            for beat in Heartbeat.objects.order_by("name")
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Operations",
+            "opts": self.model._meta,
+            "rows": rows,
+            "alerts": Alert.objects.filter(resolved_at__isnull=True).order_by("-last_seen_at")[
+                :200
+            ],
+            "recovered": Alert.objects.filter(resolved_at__isnull=False).order_by("-resolved_at")[
+                :20
+            ],
+        }
+        return TemplateResponse(request, "admin/heartbeats/operations.html", context)
+
+    def mark_seen_view(self, request: HttpRequest) -> HttpResponse:
+        ids = [int(i) for i in request.POST.getlist("alert") if i.isdigit()]
+        n = mark_seen(ids)
+        self.message_user(request, f"Marked {n} alert(s) as seen.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:heartbeats_operations"))
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):
+    list_display = ("title", "severity", "count", "last_seen_at", "seen", "resolved_at")
+    list_filter = ("severity", "seen", ("resolved_at", admin.EmptyFieldListFilter))
+    search_fields = ("title", "message", "key")
+    readonly_fields = [f.name for f in Alert._meta.fields]
+    actions = ["mark_as_seen"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Mark as seen")
+    def mark_as_seen(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
+        n = mark_seen(list(queryset.values_list("pk", flat=True)))
+        self.message_user(request, f"Marked {n} alert(s) as seen.")

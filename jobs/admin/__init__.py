@@ -1,0 +1,14 @@
+"""The admin pages of the jobs app: glue over all three apps (it may import
+from jobs, runs and heartbeats; nothing below it imports the admin).
+
+Django's admin autodiscovery imports this package; each module imported
+here registers its ModelAdmin or adds its pages:
+
+* job.py (the job list and editor, with triggers.py, job_list.py and
+  panels.py), calendars.py, queue.py, tokens.py;
+* imports.py and timeline.py add their pages through the job admin's URLs;
+  timeline_data.py and display.py are what those pages draw and how times
+  and statuses are shown.
+"""
+
+from jobs.admin import calendars, job, queue, tokens  # noqa: F401  (each registers its admin)

@@ -1,0 +1,374 @@
+"""The Django admin for jobs (F-90, F-91): the job list an operator scans,
+the job editor with its triggers inline and a live "check schedule"
+(F-19), "Run now" (also on disabled jobs), the run history (F-51), "Why
+didn't it run?" (F-66); enable, disable, pause, resume and backfill as
+actions. Each action calls one service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import flatten_fieldsets
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+from redis import RedisError
+
+from heartbeats.explaining import explain_job  # the admin is glue over all three apps
+from jobs import services, specs
+from jobs.admin.calendars import HolidayCalendarAdmin  # noqa: F401  (registers it)
+from jobs.admin.display import (
+    ADMIN_CSS,
+    ADMIN_JS,
+    EMPTY,
+    run_duration_text,
+    state_badge,
+    status_badge,
+    time_html,
+    times_in_text,
+)
+from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
+from jobs.admin.job_list import JobChangeList, with_page_relations
+from jobs.admin.panels import (
+    dispatch_summary,
+    explanation_view,
+    limit_text,
+    operations_summary,
+    pause_summary,
+    retries_summary,
+    run_history,
+    titled,
+)
+from jobs.admin.queue import QueueStateAdmin  # noqa: F401  (registers the queue page)
+from jobs.admin.timeline import timeline_urls
+from jobs.admin.triggers import TriggerInline
+from jobs.definitions import OPERATOR_FIELDS
+from jobs.errors import TaktError
+from jobs.models import Job
+from runs.connectivity import redis_unreachable_message
+from runs.models import Run, RunTrigger
+from runs.services import enqueue_job
+
+
+class BackfillForm(forms.Form):
+    start = forms.DateTimeField(
+        label="From", help_text="Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."
+    )
+    end = forms.DateTimeField(label="To", help_text="Not in the future.")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("start") and data.get("end") and data["end"] < data["start"]:
+            self.add_error("end", "must not be before the start")
+        return data
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    inlines = [TriggerInline]
+    list_display = (
+        "name", "enabled", "schedule", "next_run", "last_run", "heartbeat_state", "group",
+        "target", "code",
+    )  # fmt: skip
+    list_filter = ("enabled", "paused", "kind", "queue", "code_managed")
+    search_fields = ("name", "key", "target")
+    sortable_by = ("name",)  # any other column would sort every job to show one page
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 100
+    actions = ["run_now", "enable", "disable", "pause", "resume", "backfill"]
+    readonly_fields = (
+        "code_managed",
+        "created_at",
+        "updated_at",
+        "dropped_retries",
+        "paused_by",
+        "paused_at",
+        "consecutive_failures",
+        "run_limit",
+    )
+    change_form_template = "admin/jobs/job/change_form.html"
+
+    class Media:
+        css = {"all": ADMIN_CSS}
+        js = ADMIN_JS
+
+    def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> Any:
+        """What most jobs need first; the policies in collapsed sections whose
+        headings say what they hold (F-91)."""
+        job = obj or Job()
+        collapsed = ("collapse",)
+        return (
+            (
+                None,
+                {
+                    "fields": (
+                        ("name", "enabled"),
+                        "target",
+                        "params",
+                        "description",
+                        ("key", "kind"),
+                    )
+                },
+            ),
+            (
+                titled("Dispatch", dispatch_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("priority", "queue"),
+                        ("api_trigger_permission", "allowed_during_maintenance"),
+                        ("timeout_s", "timeout_action"),
+                        ("overlap_policy", "max_instances", "max_buffered"),
+                        (
+                            "missed_run_policy",
+                            "catchup_pick",
+                            "catchup_max_runs",
+                            "catchup_window_s",
+                        ),
+                    ),
+                },
+            ),
+            (
+                titled("Retries", retries_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("max_retries", "retry_on_timeout"),
+                        ("retry_backoff_s", "retry_backoff_factor", "retry_backoff_max_s"),
+                        "retry_jitter",
+                        "non_retryable_exceptions",
+                        "dropped_retries",
+                    ),
+                },
+            ),
+            (
+                titled("Pause and limits", pause_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("paused", "paused_until"),
+                        "pause_note",
+                        ("paused_by", "paused_at"),
+                        ("pause_after_failures", "consecutive_failures"),
+                        ("max_runs", "run_limit"),
+                    ),
+                },
+            ),
+            (
+                titled("Operations", operations_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        "heartbeat_deadline_s",
+                        "notify",
+                        "owner",
+                        "notes",
+                        "code_managed",
+                        ("created_at", "updated_at"),
+                    ),
+                },
+            ),
+        )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        return with_page_relations(super().get_queryset(request))
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[JobChangeList]:
+        return JobChangeList
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> Any:
+        """F-75: a job declared in code is edited there; the operator keeps
+        enabled and the pause fields."""
+        fields = super().get_readonly_fields(request, obj)
+        if obj is None or not obj.code_managed:
+            return fields
+        shown = flatten_fieldsets(self.get_fieldsets(request, obj))
+        return (*fields, *(f for f in shown if f not in OPERATOR_FIELDS and f not in fields))
+
+    # --- list columns -----------------------------------------------------------
+    @admin.display(description="Code", boolean=True)
+    def code(self, obj: Job) -> bool:
+        """Declared in code (F-75)."""
+        return obj.code_managed
+
+    @admin.display(description="Schedule")
+    def schedule(self, obj: Job) -> str:
+        words = [specs.trigger_description(t) for t in obj.triggers.all() if t.enabled]
+        return "; ".join(words) or EMPTY
+
+    @admin.display(description="Next run")
+    def next_run(self, obj: Job) -> Any:
+        value = getattr(obj, "_next_run", None)
+        return time_html(value, relative=True, compact=True) if value else EMPTY
+
+    @admin.display(description="Last run")
+    def last_run(self, obj: Job) -> Any:
+        run = getattr(obj, "_last_run", None)
+        if run is None:
+            return EMPTY
+        return format_html(
+            "{} <a href='{}'>{}</a> {}",
+            status_badge(run.status),
+            reverse("admin:runs_run_change", args=[run.pk]),
+            time_html(run.started_at or run.enqueued_at, compact=True),
+            run_duration_text(run.status, run.duration_s, empty=""),
+        )
+
+    @admin.display(description="Heartbeat")
+    def heartbeat_state(self, obj: Job) -> Any:
+        heartbeat = getattr(obj, "heartbeat", None)
+        return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
+
+    @admin.display(description="Group")
+    def group(self, obj: Job) -> str:
+        return obj.concurrency_group or EMPTY
+
+    @admin.display(description="Run limit")
+    def run_limit(self, obj: Job) -> str:
+        return limit_text(obj)
+
+    # --- the editor ----------------------------------------------------------------
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        job = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        if job is not None:
+            extra["run_history"] = run_history(job)
+            extra["latest_run"] = (
+                Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
+            )
+            extra["explanation"] = explanation_view(self.explanation(job))
+            extra["can_cancel"] = request.user.has_perm("runs.cancel_run")
+        return super().change_view(request, object_id, form_url, extra_context=extra)
+
+    def explanation(self, job: Job) -> Any:
+        """F-66: the checklist, as explain_job prints it; the error text when
+        Redis (the job's lock) cannot be read."""
+        try:
+            return explain_job(job, now=timezone.now())
+        except RedisError as exc:
+            return redis_unreachable_message(exc)
+
+    def save_model(self, request: HttpRequest, obj: Job, form: Any, change: bool) -> None:
+        """A pause ticked in the editor records who and when (F-104)."""
+        if "paused" in form.changed_data:
+            if obj.paused:
+                obj.paused_by, obj.paused_at = request.user.get_username()[:150], timezone.now()
+            else:
+                obj.paused_until, obj.consecutive_failures = None, 0
+        super().save_model(request, obj, form, change)
+
+    # --- actions ---------------------------------------------------------------
+    @admin.action(description="Run now")
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        """Up to INLINE_RUN_NOW_MAX jobs at once here; more as a `bulk_run`
+        operation (F-93), whose run page shows its progress."""
+        ids = list(queryset.values_list("pk", flat=True))
+        if len(ids) > INLINE_RUN_NOW_MAX:
+            return start_operation_view(
+                self, request, "bulk_run", {"jobs": ids}, what=f"Run now of {len(ids)} jobs"
+            )
+        try:
+            runs = [enqueue_job(job, trigger=RunTrigger.MANUAL) for job in queryset]
+        except TaktError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return None
+        self.message_user(
+            request,
+            f"Started {len(runs)} run(s): " + ", ".join(f"#{r.pk} ({r.status})" for r in runs),
+        )
+        return None
+
+    @admin.action(description="Enable selected jobs")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), True)
+        self.message_user(request, f"Enabled {n} job(s).")
+
+    @admin.action(description="Disable selected jobs")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), False)
+        self.message_user(request, f"Disabled {n} job(s).")
+
+    @admin.action(description="Pause selected jobs")
+    def pause(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        now = timezone.now()
+        by = request.user.get_username()
+        n = sum(
+            services.pause_job(pk, note=f"paused in the admin by {by}", by=by, now=now)
+            for pk in queryset.values_list("pk", flat=True)
+        )
+        self.message_user(request, f"Paused {n} job(s). Edit a job to add a note or an end time.")
+
+    @admin.action(description="Resume selected jobs")
+    def resume(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        n = sum(services.resume_job(pk) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Resumed {n} job(s).")
+
+    @admin.action(description="Backfill a past range…")
+    def backfill(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        """F-101: runs for every fire time of the selected jobs in a past
+        range (runs/backfill.py); asks for the range first, then starts it
+        as a `backfill` operation (F-93) and shows its run."""
+        form = BackfillForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            ids = list(queryset.values_list("pk", flat=True))
+            params = {
+                "jobs": ids,
+                "start": form.cleaned_data["start"],
+                "end": form.cleaned_data["end"],
+            }
+            started = start_operation_view(
+                self, request, "backfill", params, what=f"Backfill of {len(ids)} job(s)", form=form
+            )
+            if started is not None:
+                return started
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Backfill a past range",
+            "opts": self.model._meta,
+            "jobs": queryset,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/jobs/job/backfill.html", context)
+
+    # --- the "Run now" button on the change form --------------------------------
+    def get_urls(self) -> list[Any]:
+        run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
+        return [
+            path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"),
+            *timeline_urls(self.admin_site),
+            *import_urls(self),
+            *super().get_urls(),
+        ]
+
+    def run_now_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        job = get_object_or_404(Job, pk=job_id)
+        back = HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
+        if not self.has_change_permission(request, job):
+            return back
+        try:
+            run = enqueue_job(job, trigger=RunTrigger.MANUAL)
+        except TaktError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return back
+        level = messages.SUCCESS if run.status == "queued" else messages.WARNING
+        link = reverse("admin:runs_run_change", args=[run.pk])
+        text = format_html("<a href='{}'>Run #{}</a> {}.", link, run.pk, run.status)
+        if run.message:
+            text = format_html("{} {}", text, times_in_text(run.message))
+        self.message_user(request, text, level)
+        return back
+
+
+__all__ = ["HolidayCalendarAdmin", "JobAdmin", "QueueStateAdmin", "Run"]

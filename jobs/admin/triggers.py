@@ -1,0 +1,176 @@
+"""The job editor's trigger inline (F-10..F-19, F-91): a form per trigger,
+weekdays as boxes, excluded calendars, and the next fire times of each
+saved trigger ("check schedule")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from jobs import specs
+from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
+from jobs.core import triggers as core
+from jobs.core.constraints import WEEKDAY_NAMES
+from jobs.models import HolidayCalendar, Job, Trigger
+from jobs.policies import ALL_WEEKDAYS
+
+PREVIEW_COUNT = 5
+
+
+WEEKDAY_CHOICES = [(str(day), name[:3]) for day, name in enumerate(WEEKDAY_NAMES)]
+_SHOWN = "__shown"
+
+
+class WeekdaysWidget(forms.CheckboxSelectMultiple):
+    """A box per weekday, plus a hidden marker: a form posted without the
+    field at all (a script, an old page) keeps the stored days, while
+    unticking every box is an empty choice, which validation refuses."""
+
+    def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> str:
+        marker = format_html('<input type="hidden" name="{}" value="1">', name + _SHOWN)
+        return super().render(name, value, attrs, renderer) + marker
+
+    def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
+        return name + _SHOWN not in data
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        if name + _SHOWN not in data:
+            return None
+        return super().value_from_datadict(data, files, name)
+
+
+class WeekdaysField(forms.MultipleChoiceField):
+    """Trigger.weekdays ("01234" = Monday to Friday) as checkboxes."""
+
+    widget = WeekdaysWidget
+
+    def __init__(self, **kwargs: Any) -> None:
+        # A new trigger ("Add another Trigger") starts with every day ticked,
+        # like the model's default.
+        kwargs.setdefault("initial", list(ALL_WEEKDAYS))
+        super().__init__(choices=WEEKDAY_CHOICES, required=False, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return list(value) if isinstance(value, str) else value
+
+    def clean(self, value: Any) -> str:
+        return "".join(sorted(super().clean(value)))
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return data is not None and super().has_changed(initial, data)
+
+
+class TriggerForm(forms.ModelForm):
+    weekdays = WeekdaysField(label="Weekdays", help_text="The days it may fire on.")
+    exclude_calendars = forms.ModelMultipleChoiceField(
+        HolidayCalendar.objects.all(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Never fire on the days of these holiday calendars (Jobs › Holiday calendars).",
+    )
+
+    class Meta:
+        model = Trigger
+        fields = "__all__"
+        # Times of day in the trigger's own zone: plain inputs, not the admin's
+        # clock widget, whose "Now" and "you are N hours behind server time"
+        # speak of the server's zone.
+        widgets = {
+            name: forms.TimeInput(attrs={"placeholder": "HH:MM", "size": 8}, format="%H:%M")
+            for name in ("at_time", "window_start", "window_end")
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "jitter_seconds" in self.fields:
+            self.fields["jitter_seconds"].required = False  # empty: no jitter
+
+    def clean_jitter_seconds(self) -> int:
+        value = self.cleaned_data.get("jitter_seconds")
+        return 0 if value is None else int(value)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if "exclude_calendars" in cleaned:
+            # Validation and the trigger's save see the chosen calendars
+            # before the form writes them (after the trigger).
+            specs.stage_exclude_calendars(self.instance, cleaned["exclude_calendars"])
+        return cleaned
+
+
+class TriggerInline(admin.StackedInline):
+    """Triggers in the job editor. trigger_inline.js shows the fields of the
+    chosen kind (and, for calendar presets, of the chosen rule)."""
+
+    model = Trigger
+    form = TriggerForm
+    extra = 0
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    ("kind", "enabled"),
+                    "timezone",
+                    "cron_expression",
+                    ("interval_seconds", "interval_anchor", "start_at"),
+                    "run_at",
+                )
+            },
+        ),
+        ("Calendar preset", {"fields": ("calendar_rule", ("at_time", "day_of_month", "month"))}),
+        (
+            "Weekdays, time window and excluded days",
+            {"fields": ("weekdays", ("window_start", "window_end"), "exclude_calendars")},
+        ),
+        (None, {"fields": ("jitter_seconds", ("next_run", "upcoming"))}),
+    )
+    readonly_fields = ("next_run", "upcoming")
+
+    # F-75: the triggers of a job declared in code are changed in code.
+    def has_add_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return not (obj and obj.code_managed) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return not (obj and obj.code_managed) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        return not (obj and obj.code_managed) and super().has_delete_permission(request, obj)
+
+    class Media:
+        css = {"all": ADMIN_CSS}
+        js = (*ADMIN_JS, "jobs/trigger_inline.js", "takt/schedule_preview.js")
+
+    @admin.display(description="Next run at")
+    def next_run(self, obj: Trigger) -> str:
+        if obj.pk is None:
+            return EMPTY
+        if not obj.active:
+            return format_html(
+                "{} <span class='takt-muted'>({})</span>",
+                time_html(obj.next_run_at),
+                "inactive: the job or the trigger is off",
+            )
+        return time_html(obj.next_run_at, relative=True)
+
+    @admin.display(description="Next fire times (check schedule)")
+    def upcoming(self, obj: Trigger) -> str:
+        if obj.pk is None:
+            return "Save to see the next fire times."
+        now = timezone.now()
+        try:
+            spec = specs.trigger_spec(obj, now=now)
+            times = core.compute_fire_times(spec, after=now, count=PREVIEW_COUNT)
+        except (ValueError, core.TriggerError) as exc:
+            return str(exc)
+        except ValidationError as exc:
+            return "; ".join(exc.messages)
+        if not times:
+            return "Never fires again."
+        return format_html_join("", "{}<br>", ((time_html(t),) for t in times))

@@ -1,0 +1,197 @@
+"""The API's shapes for jobs, triggers and run requests.
+
+JobSerializer is also the export format of `export_jobs` and the input of
+`import_jobs` and of jobs declared in code (F-75): one shape everywhere.
+DRF converts types; the rules are the admin's, applied by
+jobs.definitions.plan_definition (model full_clean), so the API never
+validates a field differently from the admin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Min
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from jobs.definitions import (
+    JOB_FIELDS,
+    OPERATOR_FIELDS,
+    TRIGGER_FIELDS,
+    django_errors,
+    plan_definition,
+    save_definition,
+)
+from jobs.models import HolidayCalendar, Job, Trigger
+from jobs.policies import IntervalAnchorChoice, TriggerKind
+from jobs.specs import trigger_description
+
+INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
+
+
+class ModelRulesSerializer(serializers.ModelSerializer):
+    """Converts types only: ranges, lengths and the models' validators are
+    left to the model's full_clean (jobs.definitions), so the API refuses
+    a value with the admin's words, not with a second set of rules."""
+
+    def build_standard_field(self, field_name: str, model_field: Any) -> tuple[Any, dict[str, Any]]:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        for rule in ("min_value", "max_value", "max_length", "validators"):
+            kwargs.pop(rule, None)
+        return field_class, kwargs
+
+
+class TriggerSerializer(ModelRulesSerializer):
+    id = serializers.IntegerField(
+        required=False, help_text="Given: update that trigger. Omitted: a new trigger."
+    )
+    exclude_calendars = serializers.SlugRelatedField(
+        many=True,
+        slug_field="name",
+        queryset=HolidayCalendar.objects.all(),
+        required=False,
+        error_messages={"does_not_exist": "no holiday calendar is named {value!r}"},
+        help_text="Names of holiday calendars whose days it skips.",
+    )
+    description = serializers.SerializerMethodField(help_text="The schedule in words.")
+
+    class Meta:
+        model = Trigger
+        fields = (
+            "id",
+            *TRIGGER_FIELDS,
+            "exclude_calendars",
+            "description",
+            "next_run_at",
+            "last_fired_at",
+            "missed_count",
+        )
+        read_only_fields = ("next_run_at", "last_fired_at", "missed_count")
+
+    def get_description(self, obj: Trigger) -> str:
+        return trigger_description(obj)
+
+
+# Kept by Takt, shown read-only: the pause's who and when, counters, times.
+JOB_STATE = (
+    "code_managed",
+    "paused_by",
+    "paused_at",
+    "consecutive_failures",
+    "runs_done",
+    "dropped_retries",
+    "created_at",
+    "updated_at",
+)
+
+
+class JobSerializer(ModelRulesSerializer):
+    """A job with its triggers. Writing `triggers` replaces the job's list
+    (entries with an `id` update that trigger); writing `interval_minutes`
+    sets the schedule to one interval trigger (null: no schedule)."""
+
+    triggers = TriggerSerializer(many=True, required=False)
+    interval_minutes = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=INTERVAL_MINUTES_MAX,
+        help_text=(
+            "The schedule as one interval trigger, in minutes (1 to 43200). Writing it replaces"
+            " the job's triggers; null removes the schedule. Read: the interval when the job has"
+            " exactly one trigger, an interval of whole minutes; else null."
+        ),
+    )
+    next_run_at = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = ("id", *JOB_FIELDS, "triggers", "interval_minutes", "next_run_at", *JOB_STATE)
+        read_only_fields = JOB_STATE
+        extra_kwargs = {"key": {"validators": []}}  # uniqueness: model validation, one message
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_next_run_at(self, obj: Job) -> Any:
+        value = getattr(obj, "_next_run", None)
+        if value is None and not hasattr(obj, "_next_run"):
+            value = obj.triggers.filter(active=True).aggregate(at=Min("next_run_at"))["at"]
+        return serializers.DateTimeField().to_representation(value) if value else None
+
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["interval_minutes"] = interval_minutes_of(data["triggers"])
+        return data
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        triggers = attrs.pop("triggers", None)
+        has_interval = "interval_minutes" in attrs
+        minutes = attrs.pop("interval_minutes", None)
+        if has_interval and triggers is not None:
+            raise serializers.ValidationError(
+                {"interval_minutes": ["give either interval_minutes or triggers, not both"]}
+            )
+        if has_interval:
+            triggers = self._interval_triggers(minutes)
+        code_only = set(attrs) - OPERATOR_FIELDS if self.instance else set()
+        if (
+            self.instance is not None
+            and self.instance.code_managed
+            and (code_only or triggers is not None)
+        ):
+            field = sorted(code_only)[0] if code_only else "triggers"
+            raise serializers.ValidationError(
+                {field: ["this job is declared in code (code_managed): change it there"]}
+            )
+        try:
+            plan = plan_definition(self.instance, attrs, triggers, now=timezone.now())
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(django_errors(exc)) from None
+        return {"plan": plan}
+
+    def _interval_triggers(self, minutes: int | None) -> list[dict[str, Any]]:
+        if minutes is None:
+            return []
+        current = list(self.instance.triggers.all()) if self.instance is not None else []
+        if len(current) == 1 and current[0].kind == TriggerKind.INTERVAL:
+            return [{"id": current[0].pk, "interval_seconds": minutes * 60}]
+        return [
+            {
+                "kind": TriggerKind.INTERVAL,
+                "interval_seconds": minutes * 60,
+                "interval_anchor": IntervalAnchorChoice.FROM_ENQUEUE,
+            }
+        ]
+
+    def create(self, validated_data: dict[str, Any]) -> Job:
+        return save_definition(validated_data["plan"], by=self._by(), now=timezone.now())
+
+    def update(self, instance: Job, validated_data: dict[str, Any]) -> Job:
+        return save_definition(validated_data["plan"], by=self._by(), now=timezone.now())
+
+    def _by(self) -> str:
+        request = self.context.get("request")
+        if request is not None and request.user.is_authenticated:
+            return f"{request.user.get_username()} (API)"
+        return str(self.context.get("by", "API"))
+
+
+def interval_minutes_of(triggers: list[dict[str, Any]]) -> int | None:
+    if len(triggers) != 1 or triggers[0]["kind"] != TriggerKind.INTERVAL:
+        return None
+    seconds = triggers[0]["interval_seconds"]
+    return seconds // 60 if seconds and seconds % 60 == 0 else None
+
+
+class RunRequestSerializer(serializers.Serializer):
+    """The body of POST /api/v1/jobs/<id>/run (all optional)."""
+
+    params = serializers.JSONField(
+        required=False, help_text="Merged over the job's params (a JSON object)."
+    )
+    priority = serializers.IntegerField(required=False, min_value=0, max_value=9)
+    run_at = serializers.DateTimeField(
+        required=False, help_text="Start at this time instead of now (with a time zone)."
+    )

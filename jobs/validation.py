@@ -1,0 +1,251 @@
+"""Validation of jobs and triggers, and the schedule a trigger stores.
+
+One validation path serves the admin, model validation (Job.clean,
+Trigger.clean), commands and the Python API: `validate_job` and
+`validate_trigger` turn the pure core's TriggerError into a ValidationError
+keyed by the model field it names. `apply_schedule` sets a trigger's
+next_run_at and `active` before it is saved (Trigger.save)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ValidationError
+
+from jobs import registry
+from jobs.core import triggers as core
+from jobs.policies import (
+    ALL_WEEKDAYS,
+    JobKind,
+    OverlapPolicy,
+    TimeoutAction,
+    TriggerKind,
+)
+from jobs.specs import (
+    NOTIFY_EVENTS,
+    SCHEDULE_FIELDS,
+    missed_run_rules,
+    overlap_rules,
+    retry_rules,
+    stage_exclude_calendars,
+    staged_calendars,
+    trigger_calendars,
+    trigger_spec,
+    trigger_weekdays,
+)
+
+if TYPE_CHECKING:
+    from jobs.models import HolidayCalendar, Job, Trigger
+
+# The pure core's TriggerError fields that are named differently on the model.
+ERROR_FIELDS = {
+    "rule": "calendar_rule",
+    "at": "at_time",
+    "day": "day_of_month",
+    "excluded_dates": "exclude_calendars",
+}
+
+
+def _invalid(exc: core.TriggerError) -> ValidationError:
+    return ValidationError({ERROR_FIELDS.get(exc.field, exc.field): exc.message})
+
+
+def validate_job(job: Job) -> None:
+    """Job-level checks beyond the field validators. Raises ValidationError
+    naming the field."""
+    if job.kind == JobKind.CALLABLE and job.target and not registry.is_known(job.target):
+        known = ", ".join(registry.registered_names()[:20]) or "none"
+        raise ValidationError(
+            {
+                "target": f"no job callable or Celery task is registered as {job.target!r} (registered: {known})"
+            }
+        )
+    if not isinstance(job.params, dict):
+        raise ValidationError({"params": 'must be a JSON object, e.g. {"name": "value"}'})
+    try:
+        json.dumps(job.params, allow_nan=False)
+    except ValueError:
+        raise ValidationError(
+            {"params": "must be valid JSON: NaN and Infinity are not allowed"}
+        ) from None
+    _validate_policies(job)
+    _validate_notify(job.notify)
+
+
+def _validate_notify(notify: Any) -> None:
+    """F-63: {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}."""
+    if notify in (None, {}):
+        return
+    if not isinstance(notify, dict) or set(notify) - {"on", "long_run_s"}:
+        raise ValidationError(
+            {
+                "notify": 'expected {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}'
+            }
+        )
+    on = notify.get("on", [])
+    if not isinstance(on, list) or any(e not in NOTIFY_EVENTS for e in on):
+        raise ValidationError({"notify": f"'on' lists events from {', '.join(NOTIFY_EVENTS)}"})
+    seconds = notify.get("long_run_s")
+    if "long_run" in on and (
+        not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1
+    ):
+        raise ValidationError(
+            {"notify": "'long_run' needs 'long_run_s', a whole number of seconds ≥ 1"}
+        )
+
+
+def _validate_policies(job: Job) -> None:
+    """The overlap, retry and catch-up settings together (the pure core's
+    checks, so the admin, the API and the commands agree)."""
+    from jobs.core.missed import validate_missed_run_rules
+    from jobs.core.rules import validate_overlap_rules, validate_retry_rules
+
+    if job.overlap_policy not in OverlapPolicy.values:
+        raise ValidationError({"overlap_policy": f"unknown overlap policy {job.overlap_policy!r}"})
+    if job.timeout_action not in TimeoutAction.values:
+        raise ValidationError({"timeout_action": f"unknown value {job.timeout_action!r}"})
+    try:
+        validate_missed_run_rules(missed_run_rules(job))
+        validate_overlap_rules(overlap_rules(job))
+        validate_retry_rules(retry_rules(job))
+    except core.TriggerError as exc:
+        raise ValidationError({exc.field: exc.message}) from None
+
+
+_REQUIRED = {
+    TriggerKind.CRON: ("cron_expression",),
+    TriggerKind.INTERVAL: ("interval_seconds",),
+    TriggerKind.ONCE: ("run_at",),
+    TriggerKind.CALENDAR: ("calendar_rule", "at_time"),
+}
+
+
+def _required(trigger: Trigger) -> None:
+    for field in _REQUIRED.get(TriggerKind(trigger.kind), ()):
+        if getattr(trigger, field) in (None, ""):
+            article = "an" if trigger.kind[:1] in "aeiou" else "a"
+            raise ValidationError({field: f"required for {article} {trigger.kind} trigger"})
+
+
+def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
+    """Check a trigger's fields and normalise them in place (canonical time
+    zone, tidy cron, sorted weekdays). Raises ValidationError naming the
+    model field (the pure core's "rule", "at", "day" and "excluded_dates"
+    become "calendar_rule", "at_time", "day_of_month" and
+    "exclude_calendars"). A once time in the past is refused only when it is
+    new or was changed, so an old once trigger does not block saving its
+    job. A cron, interval or calendar trigger must fire after `now`: one
+    whose constraints allow none of its fire times is refused."""
+    if trigger.kind not in TriggerKind.values:
+        raise ValidationError({"kind": f"unknown trigger kind {trigger.kind!r}"})
+    _required(trigger)
+    if trigger.interval_seconds is not None and trigger.kind == TriggerKind.INTERVAL:
+        if not 1 <= trigger.interval_seconds <= 30 * 86400:
+            raise ValidationError(
+                {"interval_seconds": "must be between 1 second and 30 days (2592000 s)"}
+            )
+    if trigger.kind == TriggerKind.ONCE:
+        # A once trigger runs at its date and time: weekdays do not apply
+        # (the admin hides them), so an empty choice is not an error.
+        trigger.weekdays = trigger.weekdays or ALL_WEEKDAYS
+    else:
+        trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
+    if trigger.kind == TriggerKind.ONCE and (trigger.window_start or trigger.window_end):
+        raise ValidationError(
+            {"window_start": "a once trigger runs at its date and time: leave the window empty"}
+        )
+    try:
+        core.validate_jitter(trigger.jitter_seconds)
+        if trigger.timezone:
+            trigger.timezone = core.canonical_timezone(trigger.timezone)
+        if trigger.kind == TriggerKind.CRON:
+            trigger.cron_expression = core.normalize_cron(trigger.cron_expression)
+        spec = trigger_spec(trigger, now=now)
+        if isinstance(spec, core.OnceSpec) and not _changed(trigger, "run_at"):
+            return
+        first_fire(core.validate_spec(spec, now=now), now=now)
+    except core.TriggerError as exc:
+        raise _invalid(exc) from None
+
+
+def first_fire(spec: core.TriggerSpec, *, now: datetime) -> datetime | None:
+    """compute_first_fire, refusing a repeating trigger that never fires.
+    validate_spec catches constraints that allow nothing; this catches a
+    fixed-rate interval without start_at whose phase (set by `now`) misses
+    them, e.g. every 24 hours from 12:00 with a window 08:00-09:00. Raises
+    ValidationError on "window_start", else "weekdays", else
+    "exclude_calendars"."""
+    first = core.compute_first_fire(spec, now=now)
+    if first is not None or isinstance(spec, core.OnceSpec) or spec.constraints is None:
+        return first
+    constraints = spec.constraints
+    if constraints.window_start is not None:
+        field, what = "window_start", "inside the window"
+    elif len(constraints.weekdays) < 7:
+        field, what = "weekdays", "on the chosen weekdays"
+    else:
+        field, what = "exclude_calendars", "outside the excluded days"
+    hint = (
+        ": set start_at to a time it may fire at, which fixes the phase"
+        if isinstance(spec, core.IntervalSpec) and spec.start_at is None
+        else ""
+    )
+    raise ValidationError(
+        {field: f"never fires: none of its fire times after now falls {what}{hint}"}
+    )
+
+
+def _changed(trigger: Trigger, field: str) -> bool:
+    loaded = getattr(trigger, "_loaded_values", None)
+    if loaded is None:
+        return True
+    old, new = loaded.get(field), getattr(trigger, field)
+    if isinstance(old, datetime) and isinstance(new, datetime):
+        # Forms post times back without microseconds: compare whole seconds.
+        return old.replace(microsecond=0) != new.replace(microsecond=0)
+    return bool(old != new)
+
+
+def _calendars_changed(trigger: Trigger) -> bool:
+    pending: list[HolidayCalendar] | None = staged_calendars(trigger)
+    if pending is None:
+        return False
+    if trigger.pk is None:
+        return bool(pending)
+    stored = set(trigger.exclude_calendars.values_list("pk", flat=True))
+    return stored != {calendar.pk for calendar in pending}
+
+
+def schedule_changed(trigger: Trigger) -> bool:
+    """Whether a schedule field or the staged calendars differ from the
+    stored trigger (then a save recomputes next_run_at)."""
+    return any(_changed(trigger, f) for f in SCHEDULE_FIELDS) or _calendars_changed(trigger)
+
+
+def apply_schedule(trigger: Trigger, *, now: datetime) -> None:
+    """Set `next_run_at`, `active` and `has_exclusions` before a trigger is
+    saved. A new or re-timed trigger (changed calendars count) gets its
+    first fire time after `now`; an unchanged one keeps its next_run_at, so
+    re-enabling catches a past time up once (F-27). Raises ValidationError
+    for a trigger the pure core refuses or that never fires (see
+    `first_fire`)."""
+    if trigger.pk is None or schedule_changed(trigger):
+        if trigger.pk is not None and staged_calendars(trigger) is None:
+            # This instance's has_exclusions may be older than the stored
+            # calendars: read them (one query per schedule edit).
+            stage_exclude_calendars(trigger, trigger.exclude_calendars.all())
+        trigger.has_exclusions = bool(trigger_calendars(trigger))
+        try:
+            # Triggers made in code skip full_clean(): store canonical spellings anyway.
+            if trigger.timezone:
+                trigger.timezone = core.canonical_timezone(trigger.timezone)
+            if trigger.kind == TriggerKind.CRON:
+                trigger.cron_expression = core.normalize_cron(trigger.cron_expression)
+            trigger.next_run_at = first_fire(trigger_spec(trigger, now=now), now=now)
+        except core.TriggerError as exc:
+            raise _invalid(exc) from None
+    job = trigger.job if trigger.job_id else None
+    runnable = job is not None and job.enabled and not job.paused
+    trigger.active = bool(trigger.enabled and runnable)

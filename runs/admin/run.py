@@ -1,0 +1,265 @@
+"""Run history across jobs (F-51): the run list an operator scans and a
+run's page, read-only. Fast with 1,000,000 runs: newest first on the
+enqueued_at index (a job's runs on (job, enqueued_at), the queued/running
+and failed ones on their partial indexes), a bounded count
+(runs/admin/filters.py), a job filter you type into, no facets and no
+sorting of the whole table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from jobs.admin.display import (
+    ADMIN_CSS,
+    ADMIN_JS,
+    run_duration_text,
+    status_badge,
+    time_html,
+    times_in_text,
+)
+from jobs.errors import TaktError
+from jobs.models import Job
+from runs.admin.filters import (
+    JOB_MATCHES,
+    CappedPaginator,
+    EnqueuedFilter,
+    EnqueuedFromFilter,
+    EnqueuedToFilter,
+    JobFilter,
+)
+from runs.admin.live import live_urls
+from runs.cancel import cancel_run
+from runs.models import ACTIVE_STATUSES, AuditRecord, Run
+
+
+def time_column(field: str, label: str, *, compact: bool = False) -> Any:
+    """A column or read-only field showing a run's time in the browser's
+    zone (jobs/admin/display.py); `compact` (lists) drops today's date."""
+
+    @admin.display(description=label)
+    def column(self: Any, obj: Run) -> Any:
+        return time_html(getattr(obj, field), compact=compact)
+
+    return column
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = (
+        "run", "job_link", "trigger", "status_badge", "scheduled_in_list", "started_in_list", "duration",
+        "attempt", "worker",
+    )  # fmt: skip
+    list_display_links = ("run",)
+    list_filter = (
+        JobFilter, "status", "trigger", EnqueuedFilter, EnqueuedFromFilter, EnqueuedToFilter,
+    )  # fmt: skip
+    list_select_related = ("job",)
+    search_fields = ("job__name",)
+    search_help_text = "A run's id (#123 or 123), or part of its job's name."
+    ordering = ("-enqueued_at", "-id")
+    sortable_by = ()
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    paginator = CappedPaginator
+    list_per_page = 100
+    actions = ["cancel_selected"]
+    change_list_template = "admin/runs/run/change_list.html"
+    change_form_template = "admin/runs/run/change_form.html"
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    ("job_link", "status_badge"),
+                    ("trigger", "attempt", "priority"),
+                    "message_text",
+                )
+            },
+        ),
+        (
+            "Times",
+            {
+                "fields": (
+                    ("scheduled", "enqueued"),
+                    ("published", "started"),
+                    ("finished", "duration"),
+                )
+            },
+        ),
+        (
+            "Details",
+            {
+                "fields": (
+                    ("worker", "result_code"),
+                    "result",
+                    "params",
+                    ("retry_of", "missed_count", "held"),
+                    ("dedupe_key", "cancelled_by"),
+                    "source_trigger",
+                )
+            },
+        ),
+    )
+    readonly_fields = (
+        "job_link", "status_badge", "trigger", "attempt", "priority", "message_text", "scheduled",
+        "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
+        "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
+        "source_trigger",
+    )  # fmt: skip
+
+    class Media:
+        css = {"all": ADMIN_CSS}
+        js = ADMIN_JS
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        runs = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name == "runs_run_changelist":
+            runs = runs.defer("output", "params", "result")
+        return runs
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
+    ) -> tuple[QuerySet[Run], bool]:
+        """A number is a run id; text matches job names (at most
+        JOB_MATCHES jobs), never a scan of the run table's text."""
+        term = search_term.strip().lstrip("#")
+        if not term:
+            return queryset, False
+        if term.isdigit():
+            return queryset.filter(pk=int(term)), False
+        ids = list(
+            Job.objects.filter(name__icontains=term).values_list("pk", flat=True)[:JOB_MATCHES]
+        )
+        return queryset.filter(job_id__in=ids), False
+
+    # --- columns and fields ---------------------------------------------------
+    @admin.display(description="Run")
+    def run(self, obj: Run) -> str:
+        return f"#{obj.pk}"
+
+    @admin.display(description="Job")
+    def job_link(self, obj: Run) -> Any:
+        return format_html(
+            "<a href='{}'>{}</a>", reverse("admin:jobs_job_change", args=[obj.job_id]), obj.job.name
+        )
+
+    @admin.display(description="Status")
+    def status_badge(self, obj: Run) -> Any:
+        return status_badge(obj.status)
+
+    scheduled = time_column("scheduled_for", "Scheduled for")
+    scheduled_in_list = time_column("scheduled_for", "Scheduled for", compact=True)
+    enqueued = time_column("enqueued_at", "Enqueued")
+    published = time_column("published_at", "Published")
+    started = time_column("started_at", "Started")
+    started_in_list = time_column("started_at", "Started", compact=True)
+    finished = time_column("finished_at", "Finished")
+
+    @admin.display(description="Message")
+    def message_text(self, obj: Run) -> Any:
+        return times_in_text(obj.message) if obj.message else "—"
+
+    @admin.display(description="Duration")
+    def duration(self, obj: Run) -> str:
+        return run_duration_text(obj.status, obj.duration_s)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        """A queued or running run is cancelled, not deleted: deleting its row
+        would leave its process running and its job's lock held."""
+        if obj is not None and obj.status in ACTIVE_STATUSES:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("runs.cancel_run"))
+
+    # --- cancelling (runs/cancel.py) ---------------------------------------------
+    @admin.action(description="Cancel the selected queued or running runs", permissions=["cancel"])
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        done, refused = [], []
+        for run_id in queryset.values_list("pk", flat=True)[:1000]:
+            try:
+                cancel_run(run_id, by=request.user.get_username(), now=timezone.now())
+                done.append(f"#{run_id}")
+            except TaktError as exc:
+                refused.append(times_in_text(str(exc)))
+        if done:
+            self.message_user(request, f"Cancelled {len(done)} run(s): {', '.join(done)}.")
+        for text in refused[:10]:
+            self.message_user(request, text, messages.WARNING)
+
+    def get_urls(self) -> list[Any]:
+        cancel = self.admin_site.admin_view(require_POST(self.cancel_view))
+        return [
+            path("<int:run_id>/cancel/", cancel, name="runs_run_cancel"),
+            *live_urls(self.admin_site),  # F-93: <id>/live/, the run's live JSON
+            *super().get_urls(),
+        ]
+
+    def cancel_view(self, request: HttpRequest, run_id: int) -> HttpResponse:
+        """The "Cancel run" button (the run's page, the job editor's "Why
+        didn't it run?"); back to `next` when it is one of this site's pages."""
+        run = get_object_or_404(Run, pk=run_id)
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, {request.get_host()}):
+            back = reverse("admin:runs_run_change", args=[run.pk])
+        if not self.has_cancel_permission(request):
+            self.message_user(request, "You may not cancel runs.", messages.ERROR)
+            return HttpResponseRedirect(back)
+        try:
+            cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
+        except TaktError as exc:
+            self.message_user(request, times_in_text(str(exc)), messages.ERROR)
+        else:
+            self.message_user(request, f"Run #{run.pk} cancelled.", messages.SUCCESS)
+        return HttpResponseRedirect(back)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        run = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        extra["can_cancel"] = bool(
+            run is not None
+            and run.status in ACTIVE_STATUSES
+            and self.has_cancel_permission(request)
+        )
+        return super().change_view(request, object_id, form_url, extra_context=extra)
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(admin.ModelAdmin):
+    """The audit trail of retention cleanup (F-52, F-72): read only."""
+
+    list_display = ("recorded", "action", "count", "first_id", "last_id", "by")
+    readonly_fields = [f.name for f in AuditRecord._meta.fields]
+
+    class Media:
+        css = {"all": ADMIN_CSS}
+        js = ADMIN_JS
+
+    @admin.display(description="Recorded at", ordering="recorded_at")
+    def recorded(self, obj: AuditRecord) -> Any:
+        return time_html(obj.recorded_at)
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

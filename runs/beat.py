@@ -1,0 +1,115 @@
+"""Takt's Celery beat scheduler: ``celery beat -S runs.beat:TaktScheduler``.
+
+Each tick claims due triggers in batches (runs.dispatch), publishes the runs
+after their transaction commits, and sends whatever the outbox still holds.
+Then it sleeps until the next fire time, at most TAKT_POLL_SECONDS. Any
+number of beats may run at once; the database decides which one dispatches
+each fire time. Celery's own ``beat_schedule`` entries are not run here:
+Takt's jobs are the schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.beat import Scheduler
+from django.conf import settings
+
+from runs.outage import (
+    MAX_BACKOFF_S,
+    OUTAGE,
+    compute_backoff_s,
+    drop_connection,
+    is_db_outage,
+    retry_through_outage,
+)
+from runs.signals import beat_ticked
+
+log = logging.getLogger("takt.beat")
+
+MIN_SLEEP_S = 0.02
+
+
+class TaktScheduler(Scheduler):
+    _connection: Any = None
+
+    def setup_schedule(self) -> None:
+        self.data: dict[str, Any] = {}
+        # A beat (re)started while the database is down waits for it.
+        retry_through_outage(self.sync_declared_jobs, what="beat start")
+
+    def sync_declared_jobs(self) -> None:
+        """F-75: sync the jobs declared in code once, at start. A bad
+        declaration raises ImproperlyConfigured naming the key and field,
+        which stops the beat before it schedules anything."""
+        from django.conf import settings
+        from django.utils import timezone
+
+        from jobs import registry
+        from jobs.models import Job
+
+        declared = settings.TAKT_JOBS or settings.TAKT_JOBS_FILE or registry.declared_by_decorator()
+        if not declared and not Job.objects.filter(code_managed=True, key__isnull=False).exists():
+            # Nothing to sync: spare the beat the serializers' imports (~20 MB).
+            return
+        from jobs.declared import sync_declared_jobs
+
+        report = sync_declared_jobs(now=timezone.now())
+        log.info("jobs declared in code: %s", report.summary())
+
+    def install_default_entries(self, data: Any) -> None:
+        return None
+
+    @property
+    def schedule(self) -> dict[str, Any]:
+        return self.data
+
+    @property
+    def info(self) -> str:
+        state = "on" if settings.TAKT_SCHEDULER_ENABLED else "OFF (TAKT_SCHEDULER_ENABLED=false)"
+        return f"    . takt: poll {settings.TAKT_POLL_SECONDS:g} s, scheduling {state}"
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        """One pass; returns the seconds to sleep before the next one."""
+        from django.utils import timezone
+
+        from runs.tick import run_tick
+        from scheduler_project.connections import ConnectionReuse
+
+        poll = float(settings.TAKT_POLL_SECONDS)
+        if self._connection is None:
+            # A connection used a poll ago is used as it is: an idle tick
+            # saves the health check's round trip.
+            self._connection = ConnectionReuse(fresh_s=poll + 1)
+        try:
+            with self._connection.use():
+                now = timezone.now()
+                wait = run_tick(now=now)
+                # The beat's own heartbeat and the overdue check (F-61, F-62):
+                # heartbeats listens, every REPORT_EVERY_S.
+                beat_ticked.send(sender=type(self), now=now)
+        except Exception as exc:
+            return self._failed(exc, poll=poll)
+        self._outage_attempts = 0
+        OUTAGE.recovered()
+        return max(MIN_SLEEP_S, min(poll, wait))
+
+    _outage_attempts = 0
+
+    def _failed(self, exc: Exception, *, poll: float) -> float:
+        """A database or broker outage must not kill the beat. A database
+        outage logs once (runs.outage) and is retried with backoff (poll,
+        2× poll, … at most MAX_BACKOFF_S); the broken connection is dropped
+        so the next try connects again. The fire times that pass meanwhile
+        stay due: the first tick after the outage claims them by their
+        missed-run policy. Any other error logs its traceback and is
+        retried after one poll."""
+        drop_connection()
+        if not is_db_outage(exc):
+            log.exception("beat tick failed; retrying in %.1f s", poll)
+            return poll
+        OUTAGE.failed(exc, what="beat")
+        wait = compute_backoff_s(self._outage_attempts, first_s=poll, cap_s=MAX_BACKOFF_S)
+        self._outage_attempts += 1
+        return wait

@@ -1,0 +1,188 @@
+"""One beat tick as a plain function of `now` (the beat process's clock is
+read once per tick in runs.beat)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+from functools import cache
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Min
+from django.utils import timezone
+
+from jobs.models import QueueState, Trigger
+from jobs.services import resume_due_jobs
+from runs.queue import lock_file_present, mirror, resume_queue_if_due
+
+log = logging.getLogger("takt.beat")
+
+
+def run_tick(*, now: datetime) -> float:
+    """Dispatch everything due at `now`, publish it, sweep the outbox.
+    Returns the seconds until the next known fire time (for the sleep)."""
+    from runs.decisions import record
+    from runs.dispatch import claim_due_runs
+    from runs.outbox import sweep_unpublished
+    from runs.publish import publish_runs
+    from runs.signals import catchup_capped
+
+    # One statement first: the next fire time from the partial index and the
+    # queue switch. An idle tick takes no lock and opens no transaction (on
+    # SQLite, no write lock every poll).
+    nxt, paused, maintenance = next_fire_and_pause()
+    maintenance = maintenance or lock_file_present()
+    _mirror_pause(paused, maintenance)
+    _check_lost_runs(now=now)
+    wait = _seconds_until(nxt, now=now)
+    if paused:  # F-28: nothing is enqueued or sent; due times stay due
+        _resume_due_jobs(now=now)  # a pause with an end resumes by itself
+        return float(settings.TAKT_POLL_SECONDS)
+    if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
+        wait = float(settings.TAKT_POLL_SECONDS)
+    elif wait <= 0:
+        batch = settings.TAKT_CLAIM_BATCH
+        while True:
+            claimed = claim_due_runs(now=now, limit=batch, maintenance=maintenance)
+            publish_runs(claimed.to_publish, now=timezone.now())
+            record(claimed.decisions)
+            for job_id, name, skipped in claimed.capped:
+                catchup_capped.send(
+                    sender=None, job_id=job_id, job_name=name, skipped=skipped, now=now
+                )
+            if claimed.claimed or claimed.lost_races:
+                log.info(
+                    "dispatched %d runs (%d skipped, %d taken by another beat)",
+                    len(claimed.queued),
+                    len(claimed.skipped),
+                    claimed.lost_races,
+                )
+            if claimed.claimed + claimed.lost_races < batch:
+                break
+        wait = seconds_until_next_fire(now=timezone.now())
+    sweep_unpublished(now=now)
+    _resume_due_jobs(now=now)
+    _resend_lost_messages(now=now)
+    return wait
+
+
+_resumed_at = float("-inf")
+RESUME_EVERY_S = 10.0
+
+
+def _resume_due_jobs(*, now: datetime) -> None:
+    """Lift job pauses and the queue's pause whose paused_until has come,
+    every RESUME_EVERY_S (so an idle tick does not pay for the queries
+    each poll)."""
+    global _resumed_at
+
+    if time.monotonic() - _resumed_at < RESUME_EVERY_S:
+        return
+    _resumed_at = time.monotonic()
+    resume_due_jobs(now=now)
+    resume_queue_if_due(now=now)
+
+
+_lost_checked_at = float("-inf")
+
+
+def _check_lost_runs(*, now: datetime) -> None:
+    """Mark lost the running runs whose worker died (runs.recovery), every
+    TAKT_LOST_CHECK_SECONDS, paused or not. A Redis or database error is
+    logged and the tick goes on; the next check tries again."""
+    global _lost_checked_at
+    from runs.recovery import check_lost_runs
+
+    if time.monotonic() - _lost_checked_at < settings.TAKT_LOST_CHECK_SECONDS:
+        return
+    _lost_checked_at = time.monotonic()
+    try:
+        check_lost_runs(now=now)
+    except Exception:
+        log.exception("the lost-run check failed")
+
+
+_resent_at = float("-inf")
+
+
+def _resend_lost_messages(*, now: datetime) -> None:
+    """Send again published runs whose message is gone (runs/delivery.py),
+    every TAKT_RESEND_CHECK_SECONDS. A Redis error is logged and the tick
+    goes on (a database error is the tick's own, as for its other steps)."""
+    global _resent_at
+    from redis import RedisError
+
+    from runs.delivery import resend_lost_messages
+
+    if time.monotonic() - _resent_at < settings.TAKT_RESEND_CHECK_SECONDS:
+        return
+    _resent_at = time.monotonic()
+    try:
+        resend_lost_messages(now=now)
+    except RedisError:
+        log.exception("could not look for lost messages")
+
+
+@cache
+def _probe_sql(vendor: str) -> str:
+    del vendor  # one cached statement per database vendor
+    q = connection.ops.quote_name
+    trig, queue = q(Trigger._meta.db_table), q(QueueState._meta.db_table)
+    next_col, active_col = (q(Trigger._meta.get_field(f).column) for f in ("next_run_at", "active"))
+    paused_col, maint_col, pk_col = (
+        q(QueueState._meta.get_field(f).column) for f in ("paused", "maintenance", "id")
+    )
+    # The bare column, not `= %s`: SQLite uses a partial index only when the
+    # query states its condition literally (a bound parameter makes it scan).
+    return (
+        f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col}),"
+        f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1),"
+        f" (SELECT {maint_col} FROM {queue} WHERE {pk_col} = 1)"
+    )
+
+
+def next_fire_and_pause() -> tuple[datetime | None, bool, bool]:
+    """The earliest next_run_at of an active trigger, whether the queue is
+    paused, and whether maintenance mode is switched on, in one round trip."""
+    with connection.cursor() as cursor:
+        cursor.execute(_probe_sql(connection.vendor))
+        raw_next, raw_paused, raw_maintenance = cursor.fetchone()
+    field = Trigger._meta.get_field("next_run_at")
+    expression = field.get_col(Trigger._meta.db_table)
+    value = raw_next
+    for converter in connection.ops.get_db_converters(expression):
+        value = converter(value, expression, connection)
+    return value, bool(raw_paused), bool(raw_maintenance)
+
+
+_mirrored_at = float("-inf")
+MIRROR_EVERY_S = 30.0
+
+
+def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
+    """Keep the workers' copy of the switches in Redis: every tick while one
+    is on (a Redis restart loses it for one poll at most), and now and then
+    while both are off (a switch-off whose Redis write failed heals)."""
+    global _mirrored_at
+
+    if not (paused or maintenance) and time.monotonic() - _mirrored_at < MIRROR_EVERY_S:
+        return
+    try:
+        mirror(paused=paused, maintenance=maintenance)
+        _mirrored_at = time.monotonic()
+    except Exception:
+        log.exception("could not write the queue switches to Redis")
+
+
+def seconds_until_next_fire(*, now: datetime) -> float:
+    """From the partial index: one index probe, whatever the job count."""
+    nxt = Trigger.objects.filter(active=True).aggregate(m=Min("next_run_at"))["m"]
+    return _seconds_until(nxt, now=now)
+
+
+def _seconds_until(nxt: datetime | None, *, now: datetime) -> float:
+    if nxt is None:
+        return float(settings.TAKT_POLL_SECONDS)
+    return max(0.0, (nxt - now).total_seconds())
