@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.models import AlertSeverity
+from heartbeats.notify import _post_webhook
 from jobs.specs import notify_events
 from runs.models import Run, RunStatus
 
@@ -48,8 +49,6 @@ def send_job_event(run: Run, event: str, message: str) -> None:
 
 
 def _deliver(payload: dict[str, Any]) -> None:
-    from heartbeats.notify import _post_webhook
-
     if settings.TAKT_ALERT_EMAILS:
         try:
             subject = f"[Takt] {payload['job']}: run {payload['event'][4:]}"

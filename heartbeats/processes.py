@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 
 from heartbeats.core.status import HeartbeatState
 from heartbeats.models import Heartbeat
+from heartbeats.services import check_overdue
 from runs.outage import OUTAGE, drop_connection, is_db_outage
 
 log = logging.getLogger("takt.heartbeats")
@@ -64,8 +65,6 @@ class BeatReporter:
             return
         self._last = time.monotonic()
         try:
-            from heartbeats.services import check_overdue
-
             report_process(self.name, now=now, detail=self.detail)
             check_overdue(now=now)
         except Exception as exc:

@@ -11,15 +11,18 @@ from typing import Any
 
 from django.conf import settings
 
-from heartbeats.processes import BeatReporter, beat_name
+from heartbeats.alerts import raise_alert
+from heartbeats.job_events import on_run_running_long, on_run_started
+from heartbeats.processes import BeatReporter, beat_name, start_worker_reporter
+from heartbeats.services import on_run_finished
+from runs import signals
+from runs.maintenance import maintenance_finished
 
 log = logging.getLogger("takt.heartbeats")
 
 
 def worker_ready(sender: object = None, **kwargs: object) -> None:
     """A worker reports its own heartbeat (F-61) as `worker:<its name>`."""
-    from heartbeats.processes import start_worker_reporter
-
     hostname = getattr(sender, "hostname", None) or "unknown"
     controller = getattr(sender, "controller", None)
     concurrency = getattr(controller, "concurrency", None) or getattr(sender, "concurrency", 0)
@@ -47,8 +50,6 @@ def maintenance_findings(
 ) -> None:
     """Maintenance findings become alerts (F-62, F-71..F-73): expired runs, a
     failed cleanup section, schema problems, too-short retry delays."""
-    from heartbeats.alerts import raise_alert
-
     for finding in getattr(report, "findings", []):
         raise_alert(
             finding.key,
@@ -68,8 +69,6 @@ def catchup_capped(
     **kwargs: object,
 ) -> None:
     """F-62: a run_all catch-up that had to leave missed fire times out."""
-    from heartbeats.alerts import raise_alert
-
     try:
         raise_alert(
             f"catchup-capped:job:{job_id}",
@@ -84,11 +83,6 @@ def catchup_capped(
 
 def connect_all() -> None:
     from celery import signals as celery_signals
-
-    from heartbeats.job_events import on_run_running_long, on_run_started
-    from heartbeats.services import on_run_finished
-    from runs import signals
-    from runs.maintenance import maintenance_finished
 
     for signal, receiver, uid in (
         (signals.run_finished, on_run_finished, "record_run"),

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.core.status import HeartbeatState, compute_deadline_at, compute_state
+from heartbeats.job_events import on_run_ended
 from heartbeats.models import AlertSeverity, Heartbeat
 from heartbeats.statements import Reported, update_or_create_heartbeat, upsert_heartbeat
 from runs.models import Run, RunStatus
@@ -102,8 +103,6 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
     """Receiver of runs.signals.run_finished: the job's own notifications
     (F-63), the heartbeat, then its alerts."""
     try:
-        from heartbeats.job_events import on_run_ended
-
         on_run_ended(run)
     except Exception:
         log.exception("job notifications of run %s failed", run.pk)

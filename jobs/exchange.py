@@ -35,6 +35,7 @@ from jobs.definitions import (
     DefinitionInvalid,
     DefinitionPlan,
     plan_definition,
+    save_definition,
 )
 from jobs.errors import TaktError
 from jobs.models import Job
@@ -284,8 +285,6 @@ def import_jobs(
     # On PostgreSQL (READ COMMITTED) planning inside saw no steadier data.
     items = _plan_import(entries, now=now, report=lambda n, note: report(n, steps, note))
     if not dry_run:
-        from jobs.definitions import save_definition
-
         with transaction.atomic():
             for n, item in enumerate(items, start=len(entries) + 1):
                 if item.plan is not None and item.action != "unchanged":

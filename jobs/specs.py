@@ -17,6 +17,8 @@ from django.utils import timezone as dj_timezone
 
 from jobs.calendars import calendar_days
 from jobs.core import triggers as core
+from jobs.core.missed import MissedRunRules
+from jobs.core.rules import Overlap, OverlapRules, RetryRules
 from jobs.policies import (
     ALL_WEEKDAYS,
     CalendarRuleChoice,
@@ -179,14 +181,10 @@ def _days_of(calendars: list[HolidayCalendar], years: range) -> frozenset[date]:
 
 def overlap_rules(job: Job) -> Any:
     """The job's overlap policy (jobs.core.rules), for the admission decisions in runs.core."""
-    from jobs.core.rules import Overlap, OverlapRules
-
     return OverlapRules(Overlap(job.overlap_policy), job.max_instances, job.max_buffered)
 
 
 def retry_rules(job: Job) -> Any:
-    from jobs.core.rules import RetryRules
-
     names = tuple(n.strip() for n in job.non_retryable_exceptions.replace(",", "\n").splitlines())
     return RetryRules(
         max_retries=job.max_retries,
@@ -225,8 +223,6 @@ def missed_run_rules(job: Job, *, coalesce_until: datetime | None = None) -> Any
     times up to `coalesce_until` (the last queue resume) are caught up once,
     whatever the policy (F-28). Values are checked by the pure core's
     validate_missed_run_rules, which also turns them into its enums."""
-    from jobs.core.missed import MissedRunRules
-
     window = job.catchup_window_s
     return MissedRunRules(
         policy=job.missed_run_policy,  # type: ignore[arg-type]

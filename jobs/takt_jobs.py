@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobs.models import Job
 from jobs.registry import takt_job
 
 
@@ -11,8 +12,6 @@ from jobs.registry import takt_job
 def hello_world(job: Any) -> str:
     """F-05: greet, and show what a job can see."""
     from django.utils import timezone
-
-    from jobs.models import Job
 
     job.log(f"Hello, world! This is {job.name!r}.")
     job.log(f"Started by trigger: {job.trigger}")

@@ -16,6 +16,8 @@ from django.core.exceptions import ValidationError
 
 from jobs import registry
 from jobs.core import triggers as core
+from jobs.core.missed import validate_missed_run_rules
+from jobs.core.rules import validate_overlap_rules, validate_retry_rules
 from jobs.policies import (
     ALL_WEEKDAYS,
     JobKind,
@@ -99,9 +101,6 @@ def _validate_notify(notify: Any) -> None:
 def _validate_policies(job: Job) -> None:
     """The overlap, retry and catch-up settings together (the pure core's
     checks, so the admin, the API and the commands agree)."""
-    from jobs.core.missed import validate_missed_run_rules
-    from jobs.core.rules import validate_overlap_rules, validate_retry_rules
-
     if job.overlap_policy not in OverlapPolicy.values:
         raise ValidationError({"overlap_policy": f"unknown overlap policy {job.overlap_policy!r}"})
     if job.timeout_action not in TimeoutAction.values:

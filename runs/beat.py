@@ -16,6 +16,8 @@ from typing import Any
 from celery.beat import Scheduler
 from django.conf import settings
 
+from jobs import registry
+from jobs.models import Job
 from runs.outage import (
     MAX_BACKOFF_S,
     OUTAGE,
@@ -25,6 +27,8 @@ from runs.outage import (
     retry_through_outage,
 )
 from runs.signals import beat_ticked
+from runs.tick import run_tick
+from scheduler_project.connections import ConnectionReuse
 
 log = logging.getLogger("takt.beat")
 
@@ -45,9 +49,6 @@ class TaktScheduler(Scheduler):
         which stops the beat before it schedules anything."""
         from django.conf import settings
         from django.utils import timezone
-
-        from jobs import registry
-        from jobs.models import Job
 
         declared = settings.TAKT_JOBS or settings.TAKT_JOBS_FILE or registry.declared_by_decorator()
         if not declared and not Job.objects.filter(code_managed=True, key__isnull=False).exists():
@@ -73,9 +74,6 @@ class TaktScheduler(Scheduler):
     def tick(self, *args: Any, **kwargs: Any) -> float:
         """One pass; returns the seconds to sleep before the next one."""
         from django.utils import timezone
-
-        from runs.tick import run_tick
-        from scheduler_project.connections import ConnectionReuse
 
         poll = float(settings.TAKT_POLL_SECONDS)
         if self._connection is None:

@@ -24,6 +24,8 @@ from typing import Any
 
 from django.conf import settings
 
+from runs.locks import get_redis
+
 log = logging.getLogger("takt.decisions")
 
 DEFAULT_SIZE = 100_000
@@ -61,8 +63,6 @@ def decision_fields(decision: Decision) -> dict[str, str]:
 
 def record(decisions: Iterable[Decision]) -> None:
     """Append decisions to the log (one pipelined round trip)."""
-    from runs.locks import get_redis
-
     items = list(decisions)
     if not items:
         return
@@ -80,8 +80,6 @@ def record(decisions: Iterable[Decision]) -> None:
 def query(*, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The newest decisions first, optionally of one job (scans at most
     20 × limit entries back)."""
-    from runs.locks import get_redis
-
     out: list[dict[str, Any]] = []
     for entry_id, raw in get_redis().xrevrange(decision_key(), count=max(limit, 1) * 20):
         fields = {k.decode(): v.decode() for k, v in raw.items()}

@@ -47,6 +47,7 @@ from runs.decisions import Decision, record
 from runs.locks import get_redis
 from runs.marks import WORKER_PREFIX, alive_key, mark_key
 from runs.models import Run, RunStatus
+from runs.publish import publish_runs
 from runs.redis_age import data_age_seconds
 
 log = logging.getLogger("takt.delivery")
@@ -95,8 +96,6 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     statements (the compare-and-set that keeps two beats from sending the
     same run) and the publish. Raises redis.RedisError when
     Redis cannot be reached (the beat's tick logs it)."""
-    from runs.publish import publish_runs
-
     cutoff = now - timedelta(seconds=settings.TAKT_RESEND_AFTER_SECONDS)
     page = _candidates(cutoff=cutoff, now=now, after=None, limit=batch)
     if not page:

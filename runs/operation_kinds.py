@@ -21,6 +21,7 @@ from runs.backfill import backfill, backfill_fire_times
 from runs.context import JobFailed
 from runs.models import RunTrigger
 from runs.operations import KINDS, moment
+from runs.services import enqueue_job
 
 
 def perform(job: Any) -> dict[str, Any]:
@@ -99,8 +100,6 @@ def _offset(job: Any, base: int, total: int, label: str) -> Callable[[int, int],
 def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A manual run of each job, as "Run now" starts it (also disabled
     jobs). Progress: jobs handled. A paused queue stops it."""
-    from runs.services import enqueue_job
-
     ids: list[int] = params["jobs"]
     found = Job.objects.in_bulk(ids)
     failures: list[str] = []

@@ -38,6 +38,7 @@ from jobs.errors import InvalidInput, TaktError
 from jobs.exchange import FORMATS
 from jobs.models import Job
 from runs.models import ACTIVE_STATUSES, Run, RunTrigger
+from runs.services import enqueue_job
 
 log = logging.getLogger("takt.operations")
 
@@ -128,8 +129,6 @@ def start_operation(kind: str, params: dict[str, Any], *, by: str, now: datetime
     operation's run (`run.deduplicated` True). Raises InvalidInput naming
     the field, TaktError when the operations job is missing, and, as
     enqueue_job does, QueuePaused or MaintenanceMode."""
-    from runs.services import enqueue_job
-
     checked = check_operation(kind, params, now=now)
     job = operations_job()
     key = guard_key(kind, checked)

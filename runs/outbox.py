@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import F, Q
 
 from runs.models import Run, RunStatus, RunTrigger
+from runs.overlap import release_stranded
 from runs.publish import publish_runs
 
 log = logging.getLogger("takt.publish")
@@ -27,8 +28,6 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     next one sent (runs.overlap.release_stranded). Uses the partial indexes
     `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
     outbox is empty."""
-    from runs.overlap import release_stranded
-
     waiting = Run.objects.filter(
         status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now
     )

@@ -28,7 +28,10 @@ from jobs.core.rules import MAX_INSTANCES
 from jobs.models import Job
 from jobs.specs import overlap_rules
 from runs.core.admission import Decision, compute_admission
+from runs.locks import release_cancelled
+from runs.marks import forget_mark
 from runs.models import Run, RunStatus, task_id_for
+from runs.publish import publish_after_commit
 
 log = logging.getLogger("takt.runs")
 
@@ -111,8 +114,6 @@ def release_cancelled_locks(job_id: int, run_ids: list[int], *, now: datetime) -
     marker (runs.locks.release_cancelled, one round trip). The marker lives
     long enough for the run's keeper to see it at a renewal and to outlast
     the grace period. Returns the slots freed; raises redis.RedisError."""
-    from runs.locks import release_cancelled
-
     ttl_s = settings.TAKT_CANCEL_GRACE_SECONDS + 3 * settings.TAKT_LOCK_TTL_SECONDS + 60
     return release_cancelled(
         job_id, run_ids, marker=now.isoformat(), marker_ttl_s=ttl_s, slots=MAX_INSTANCES
@@ -152,8 +153,6 @@ def hold_run(run: Run) -> bool:
 
 
 def _forget_mark(run_id: int) -> None:
-    from runs.marks import forget_mark
-
     try:
         forget_mark(run_id)
     except Exception:  # never fail the hold over a mark
@@ -164,8 +163,6 @@ def release_next_held(job_id: int) -> Run | None:
     """If the job has nothing running, send its next held run (by priority,
     then age): unhold it by compare-and-set and publish it after commit.
     Returns the run sent, if any."""
-    from runs.publish import publish_after_commit
-
     if Run.objects.filter(job_id=job_id, status=RunStatus.RUNNING).exists():
         return None
     candidate = (

@@ -21,6 +21,7 @@ from datetime import datetime
 from django.conf import settings
 
 from jobs.models import QueueState
+from runs.locks import get_redis
 
 log = logging.getLogger("takt.queue")
 
@@ -36,8 +37,6 @@ def pause_key() -> str:
 
 def mirror(*, paused: bool | None = None, maintenance: bool | None = None) -> None:
     """Write the switches given to Redis for the workers (one round trip)."""
-    from runs.locks import get_redis
-
     pipe = get_redis().pipeline(transaction=False)
     for key, on in ((pause_key(), paused), (maintenance_key(), maintenance)):
         if on is None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from runs.liveness import Liveness
+from runs.marks import forget_mark, mark_received, run_id_of_task
 from runs.models import EXECUTE_RUN_TASK
+from runs.shutdown import give_back_soon
 
 log = logging.getLogger("takt.delivery")
 
@@ -19,8 +22,6 @@ _liveness: list[Any] = []
 
 def task_received(sender: Any = None, request: Any = None, **kwargs: Any) -> None:
     """One SET per received message, in the consumer: no database."""
-    from runs.marks import mark_received, run_id_of_task
-
     if request is None or getattr(request, "name", None) != EXECUTE_RUN_TASK:
         return
     run_id = run_id_of_task(getattr(request, "id", None))
@@ -42,8 +43,6 @@ def task_failure(
     again; a run that had started is recovered as lost instead."""
     from billiard.exceptions import WorkerLostError
 
-    from runs.marks import forget_mark, run_id_of_task
-
     if getattr(sender, "name", None) != EXECUTE_RUN_TASK or not isinstance(
         exception, WorkerLostError
     ):
@@ -58,8 +57,6 @@ def task_failure(
 
 
 def worker_ready(sender: Any = None, **kwargs: Any) -> None:
-    from runs.liveness import Liveness
-
     hostname = getattr(sender, "hostname", None) or "unknown"
     _liveness.append(Liveness(hostname).start())
 
@@ -67,8 +64,6 @@ def worker_ready(sender: Any = None, **kwargs: Any) -> None:
 def worker_shutting_down(sender: Any = None, how: str = "", **kwargs: Any) -> None:
     """SIGTERM (warm): messages received but not started go back at once
     (runs/shutdown.py); the running runs finish."""
-    from runs.shutdown import give_back_soon
-
     if how == "Warm":
         give_back_soon()
 

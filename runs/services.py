@@ -18,11 +18,12 @@ from django.utils import timezone
 from jobs.core.rules import JobLimits
 from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
 from jobs.models import Job
-from jobs.services import on_run_finished, on_run_started
+from jobs.services import on_run_finished, on_run_started, pause_job, set_jobs_enabled
 from runs.core.admission import Admission, Decision
 from runs.core.transitions import JobAfterRun, RetryPlan, compute_job_after_run
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import admit, cancel_active_runs, revoke_after_commit
+from runs.publish import publish_after_commit
 from runs.queue import lock_file_present
 from runs.retries import retry_run
 from runs.signals import run_finished
@@ -171,8 +172,6 @@ def enqueue_job(
 
 
 def _publish_if_due(run: Run, *, now: datetime) -> None:
-    from runs.publish import publish_after_commit
-
     if run.status == RunStatus.QUEUED and not run.held and run.scheduled_for <= now:
         publish_after_commit([run])
 
@@ -312,8 +311,6 @@ def _job_after_run(run: Run, status: str) -> JobAfterRun | None:
 
 
 def _apply_job_after_run(job_id: int, after: JobAfterRun, *, now: datetime) -> None:
-    from jobs.services import pause_job, set_jobs_enabled
-
     Job.objects.filter(pk=job_id).update(
         consecutive_failures=after.consecutive_failures, runs_done=after.runs_done
     )

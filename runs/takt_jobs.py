@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from jobs.registry import takt_job
+from runs import remote  # noqa: F401  (registers takt.remote_run)
+from runs.maintenance import run_maintenance
 
 
 @takt_job("takt.maintenance")
@@ -15,8 +17,6 @@ def maintenance(job: Any) -> dict[str, Any]:
     progress per section and cleanup batch (F-93), logs a line per section
     and its findings; fails the run when a section failed."""
     from django.utils import timezone
-
-    from runs.maintenance import run_maintenance
 
     report = run_maintenance(
         now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})", progress=job.progress
@@ -34,9 +34,8 @@ def operation(job: Any) -> dict[str, Any]:
     """F-93: the target of the built-in "Takt operations" job (made by
     jobs/migrations/0010): the long operation its params name, a backfill,
     a bulk run or an import (runs/operations.py, runs/operation_kinds.py)."""
+    # Imported here: an import of jobs loads the serializers (~20 MB), which
+    # a worker then carries only once it runs an operation.
     from runs.operation_kinds import perform
 
     return perform(job)
-
-
-from runs import remote  # noqa: E402, F401  (registers takt.remote_run)

@@ -15,7 +15,14 @@ from django.utils import timezone
 
 from jobs.models import QueueState, Trigger
 from jobs.services import resume_due_jobs
+from runs.decisions import record
+from runs.delivery import resend_lost_messages
+from runs.dispatch import claim_due_runs
+from runs.outbox import sweep_unpublished
+from runs.publish import publish_runs
 from runs.queue import lock_file_present, mirror, resume_queue_if_due
+from runs.recovery import check_lost_runs
+from runs.signals import catchup_capped
 
 log = logging.getLogger("takt.beat")
 
@@ -23,12 +30,6 @@ log = logging.getLogger("takt.beat")
 def run_tick(*, now: datetime) -> float:
     """Dispatch everything due at `now`, publish it, sweep the outbox.
     Returns the seconds until the next known fire time (for the sleep)."""
-    from runs.decisions import record
-    from runs.dispatch import claim_due_runs
-    from runs.outbox import sweep_unpublished
-    from runs.publish import publish_runs
-    from runs.signals import catchup_capped
-
     # One statement first: the next fire time from the partial index and the
     # queue switch. An idle tick takes no lock and opens no transaction (on
     # SQLite, no write lock every poll).
@@ -93,7 +94,6 @@ def _check_lost_runs(*, now: datetime) -> None:
     TAKT_LOST_CHECK_SECONDS, paused or not. A Redis or database error is
     logged and the tick goes on; the next check tries again."""
     global _lost_checked_at
-    from runs.recovery import check_lost_runs
 
     if time.monotonic() - _lost_checked_at < settings.TAKT_LOST_CHECK_SECONDS:
         return
@@ -113,8 +113,6 @@ def _resend_lost_messages(*, now: datetime) -> None:
     goes on (a database error is the tick's own, as for its other steps)."""
     global _resent_at
     from redis import RedisError
-
-    from runs.delivery import resend_lost_messages
 
     if time.monotonic() - _resent_at < settings.TAKT_RESEND_CHECK_SECONDS:
         return

@@ -14,7 +14,10 @@ from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from jobs.models import Job, QueueState, Trigger
+from runs.locks import get_redis
 from runs.metrics import LAG_BUCKETS, metric_key
+from runs.models import Run, RunStatus
 
 
 class TaktCollector:
@@ -26,10 +29,6 @@ class TaktCollector:
             GaugeMetricFamily,
             HistogramMetricFamily,
         )
-
-        from jobs.models import QueueState, Trigger
-        from runs.locks import get_redis
-        from runs.models import Run, RunStatus
 
         client = get_redis()
         runs = CounterMetricFamily("takt_runs", "Runs that ended, by status.", labels=["status"])
@@ -90,8 +89,6 @@ class TaktCollector:
 
 
 def _queues() -> list[str]:
-    from jobs.models import Job
-
     names = set(Job.objects.values_list("queue", flat=True).distinct())
     return sorted(names | {"takt"})
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 from jobs.errors import InvalidInput, TaktError
 from jobs.exchange import format_of
 from jobs.importing import check_text, plan_lines, summary_line
+from runs.operations import start_operation
 
 INLINE_RUN_NOW_MAX = 20  # "Run now" on more selected jobs runs as an operation
 MAX_IMPORT_BYTES = 2_000_000  # under Django's DATA_UPLOAD_MAX_MEMORY_SIZE: the text is posted back
@@ -47,8 +48,6 @@ def start_operation_view(
     run's page (with a message saying so, or that the same operation is
     already under way). Refused: the error goes on `form` (on the field it
     names, if the form has it) or into a message, and None is returned."""
-    from runs.operations import start_operation
-
     try:
         run = start_operation(kind, params, by=request.user.get_username(), now=timezone.now())
     except TaktError as exc:

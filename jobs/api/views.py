@@ -16,8 +16,10 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from heartbeats.queue_status import queue_status
 from jobs import services
 from jobs.api.auth import is_user, job_token
+from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
 from jobs.policies import ApiTriggerPermission
@@ -261,8 +263,6 @@ class QueueViewSet(viewsets.ViewSet):
     }
 
     def _status(self) -> Response:
-        from heartbeats.queue_status import queue_status
-
         return Response(QueueStatusSerializer(queue_status(now=timezone.now())).data)
 
     @extend_schema(responses=QueueStatusSerializer)
@@ -307,7 +307,6 @@ def register(router: Any) -> list[Any]:
         ("queue/resume", "resume", "post"),
         ("queue/maintenance", "maintenance", "post"),
     ]
-    from jobs.api.preview import SchedulePreviewView
 
     return [
         re_path(rf"^{path}/?$", QueueViewSet.as_view({method: name}), name=f"queue-{name}")

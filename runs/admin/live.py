@@ -32,6 +32,8 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path
 from django.utils import timezone
 
+from heartbeats.models import Heartbeat
+from heartbeats.processes import PROCESS_DEADLINE_S
 from jobs.admin import display
 from runs.models import ACTIVE_STATUSES, Run, RunStatus
 from runs.progress import progress_from_json
@@ -46,8 +48,6 @@ def workers_alive(*, now: datetime) -> bool:
     """Whether any worker reported its process heartbeat within the deadline."""
     # This view is glue, like the beat: it may read the heartbeats app,
     # which the runs core never imports (heartbeats → runs → jobs).
-    from heartbeats.models import Heartbeat
-    from heartbeats.processes import PROCESS_DEADLINE_S
 
     return Heartbeat.objects.filter(
         job__isnull=True,
