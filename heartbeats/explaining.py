@@ -23,7 +23,7 @@ from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.core.constraints import allows
 from jobs.core.triggers import zone_of
 from jobs.models import Job, QueueState
-from jobs.specs import trigger_constraints, trigger_description
+from jobs.specs import allowed_in_maintenance, trigger_constraints, trigger_description
 from runs.locks import job_lock, token_run_id
 from runs.models import Run, RunStatus
 from runs.queue import lock_file_present
@@ -97,7 +97,7 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
         queue_pause_note=queue.pause_note if queue else "",
         queue_paused_until=queue.paused_until if queue and queue.paused else None,
         maintenance=bool(queue and queue.maintenance) or lock_file_present(),
-        allowed_during_maintenance=job.allowed_during_maintenance,
+        allowed_during_maintenance=allowed_in_maintenance(job),
         paused=job.paused,
         pause_note=job.pause_note,
         paused_until=job.paused_until,

@@ -13,6 +13,7 @@ from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.models import QueueState, Trigger
 from runs.models import Run, RunStatus
 from runs.queue import lock_file_present
+from runs.slots import global_limit
 
 
 def queue_status(*, now: datetime) -> dict[str, Any]:
@@ -20,6 +21,7 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
     one live beat dispatches by schedule, as the beats report their own
     TAKT_SCHEDULER_ENABLED); paused with its note, who, when and until;
     maintenance (the switch or the lock file) and its note; max_concurrency
+    (TAKT_MAX_CONCURRENCY, the global limit; None: no limit) and pool_size
     (the live workers' pool sizes added up); active_count (running runs),
     queued_count (runs waiting to start, held ones included); the live beats
     and workers."""
@@ -43,7 +45,8 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
         "maintenance": bool(state and state.maintenance) or lock_file_present(),
         "maintenance_note": state.maintenance_note if state and state.maintenance else "",
         "maintenance_lock_file": lock_file_present(),
-        "max_concurrency": sum(worker.concurrency for worker in workers),
+        "max_concurrency": global_limit(),
+        "pool_size": sum(worker.concurrency for worker in workers),
         "active_count": counts.get(RunStatus.RUNNING, 0),
         "queued_count": counts.get(RunStatus.QUEUED, 0),
         "beats": [

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from heartbeats.alerts import raise_alert
+from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.job_events import on_run_running_long, on_run_started
 from heartbeats.processes import BeatReporter, beat_name, start_worker_reporter
 from heartbeats.services import on_run_finished
@@ -60,6 +60,41 @@ def maintenance_findings(
         )
 
 
+MAINTENANCE_ALERT = "maintenance"
+
+
+def maintenance_changed(
+    sender: object = None,
+    on: bool = False,
+    note: str = "",
+    lock_file: bool = False,
+    now: Any = None,
+    **kwargs: object,
+) -> None:
+    """F-29: maintenance mode going on raises a warning (the manual's
+    "NoLock detected", notified like any alert at that severity); going
+    off resolves it."""
+    try:
+        if not on:
+            resolve_alert(MAINTENANCE_ALERT, message="maintenance mode is off", now=now)
+            return
+        source = (
+            f"the lock file {settings.TAKT_MAINTENANCE_LOCK_FILE} exists"
+            if lock_file
+            else "switched on"
+        )
+        raise_alert(
+            MAINTENANCE_ALERT,
+            severity="warning",
+            title="Maintenance mode on",
+            message=f"maintenance mode is on ({source}{': ' + note if note else ''}): only jobs"
+            " on the maintenance allow-list start; every other start is refused",
+            now=now,
+        )
+    except Exception:
+        log.exception("the maintenance alert failed")
+
+
 def catchup_capped(
     sender: object = None,
     job_id: int = 0,
@@ -90,6 +125,7 @@ def connect_all() -> None:
         (signals.run_running_long, on_run_running_long, "long"),
         (signals.catchup_capped, catchup_capped, "capped"),
         (signals.beat_ticked, beat_ticked, "beat"),
+        (signals.maintenance_changed, maintenance_changed, "maintenance_mode"),
         (maintenance_finished, maintenance_findings, "maintenance"),
         (celery_signals.worker_ready, worker_ready, "worker"),
     ):

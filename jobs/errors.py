@@ -26,3 +26,13 @@ class QueuePaused(TaktError):
 
 class MaintenanceMode(TaktError):
     """Maintenance mode is on (F-29) and the job is not allowed to start."""
+
+
+class ConditionNotMet(TaktError):
+    """The job's condition on a result variable does not hold (F-32): the
+    variable holds none of the accepted values."""
+
+
+class ChildJob(TaktError):
+    """The job is a child (F-04): it runs only as part of its parent's run,
+    never started by itself (API, enqueue_job, run files, dependencies)."""

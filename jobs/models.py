@@ -140,17 +140,70 @@ class Job(models.Model):
         editable=False,
         help_text="Retries not made because they would have run into the next fire time.",
     )
-    concurrency_group = models.CharField(max_length=100, blank=True)
+    # F-31, F-34: concurrency. A job is in at most one group, or exclusive.
+    concurrency_group = models.ForeignKey(
+        "ConcurrencyGroup",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        help_text="Jobs in one group run at most the group's limit at a time; a run waits for a slot.",
+    )
+    exclusive = models.BooleanField(
+        "exclusive (global group)",
+        default=False,
+        help_text="Starts only while no job of any group runs, and blocks every group while it runs.",
+    )
+    # F-32: result variables and the condition on one.
+    result_variable = models.ForeignKey(
+        "ResultVariable",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="writers",
+        help_text="Its runs write their result code here: -1 when one starts, its code when it ends.",
+    )
+    condition_variable = models.ForeignKey(
+        "ResultVariable",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="readers",
+        help_text="Starts only while this variable holds one of the accepted values.",
+    )
+    condition_values = models.JSONField(
+        "accepted values",
+        default=list,
+        blank=True,
+        help_text="The values that let it start, e.g. [0, 200].",
+    )
+    condition_consume = models.BooleanField(
+        "consume the result",
+        default=False,
+        help_text="Set the variable back to -1 once a run started, so one result starts it once.",
+    )
+    # F-04: parent and child jobs.
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        help_text="A child runs only as part of its parent's run, in its order; never by itself.",
+    )
+    child_order = models.PositiveIntegerField(
+        "order among its siblings", default=0, help_text="Children run in this order (then by id)."
+    )
+    stop_on_child_failure = models.BooleanField(
+        default=True,
+        help_text="As a parent: after a failed child, skip the rest (else run them all).",
+    )
     heartbeat_deadline_s = models.PositiveIntegerField(
         "heartbeat deadline (seconds)", null=True, blank=True
     )
     notify = models.JSONField(default=dict, blank=True)
     api_trigger_permission = models.CharField(
         max_length=16, choices=ApiTriggerPermission.choices, default=ApiTriggerPermission.OFF
-    )
-    allowed_during_maintenance = models.BooleanField(
-        default=False,
-        help_text="Starts in maintenance mode too (F-29); every other job's start is refused then.",
     )
     # F-104: a job paused with a note is not scheduled (like a disabled one,
     # a past due time is caught up per its missed-run policy on resume).
@@ -283,6 +336,22 @@ class Trigger(models.Model):
         validators=[MaxValueValidator(86_400)],
         help_text="Delay each run by a random 0 to N seconds (at most 86400). 0: none.",
     )
+    # F-33: kind "dependency": fires when a run of upstream_job ends with one
+    # of upstream_statuses (runs/dependencies.py); it has no fire times.
+    upstream_job = models.ForeignKey(
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="downstream_triggers",
+        help_text="Dependency: the job whose end starts this one.",
+    )
+    upstream_statuses = models.JSONField(
+        "when it ends",
+        default=list,
+        blank=True,
+        help_text='Dependency: the statuses of its end that start this job, e.g. ["succeeded"].',
+    )
     # F-105: days on which it never fires.
     exclude_calendars = models.ManyToManyField(
         "HolidayCalendar",
@@ -407,6 +476,17 @@ def sync_trigger_activity(job_ids: list[int]) -> None:
     Trigger.objects.filter(job_id__in=job_ids, enabled=False).update(active=False)
 
 
-from jobs.tokens import ApiToken  # noqa: E402  (a model of this app, kept in its own module)
+# Models of this app kept in modules of their own.
+from jobs.groups import ConcurrencyGroup  # noqa: E402
+from jobs.tokens import ApiToken  # noqa: E402
+from jobs.variables import ResultVariable  # noqa: E402
 
-__all__ = ["ApiToken", "HolidayCalendar", "Job", "QueueState", "Trigger"]
+__all__ = [
+    "ApiToken",
+    "ConcurrencyGroup",
+    "HolidayCalendar",
+    "Job",
+    "QueueState",
+    "ResultVariable",
+    "Trigger",
+]

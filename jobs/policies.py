@@ -72,6 +72,8 @@ class TriggerKind(models.TextChoices):
     ONCE = "once", "Once"
     # A calendar preset (F-14): see CalendarRuleChoice.
     CALENDAR = "calendar", "Calendar preset"
+    # When a run of another job ends with one of the chosen statuses (F-33).
+    DEPENDENCY = "dependency", "After another job"
 
 
 class CalendarRuleChoice(models.TextChoices):

@@ -23,6 +23,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 # F-75: registered name -> the decorator's declaration options (read by jobs.declared).
 _DECLARED: dict[str, dict[str, Any]] = {}
+# F-29: the maintenance allow-list, the names registered with
+# allowed_during_maintenance=True (Takt's own: runs/takt_jobs.py).
+_ALLOWED_IN_MAINTENANCE: set[str] = set()
 
 
 class UnknownTarget(LookupError):
@@ -32,8 +35,12 @@ class UnknownTarget(LookupError):
 @overload
 def takt_job(name_or_func: F) -> F: ...
 @overload
-def takt_job(name_or_func: str | None = None, **declaration: Any) -> Callable[[F], F]: ...
-def takt_job(name_or_func: Any = None, **declaration: Any) -> Any:
+def takt_job(
+    name_or_func: str | None = None, *, allowed_during_maintenance: bool = False, **declaration: Any
+) -> Callable[[F], F]: ...
+def takt_job(
+    name_or_func: Any = None, *, allowed_during_maintenance: bool = False, **declaration: Any
+) -> Any:
     """Register a function as a job target. The function receives one
     argument, the run's context (``job.log()``, ``job.params`` ...).
 
@@ -45,7 +52,13 @@ def takt_job(name_or_func: Any = None, **declaration: Any) -> Any:
     or a timedelta), ``timezone`` (of the schedule), ``triggers`` (a list in
     the export format), ``key`` (default: the registered name) and any Job
     field (``name``, ``priority``, ``params`` ...). They are checked by the
-    sync, which raises ImproperlyConfigured naming the job and the field."""
+    sync, which raises ImproperlyConfigured naming the job and the field.
+
+    ``allowed_during_maintenance=True`` puts the function on the
+    maintenance allow-list (F-29): jobs that run it start while maintenance
+    mode is on or the queue is paused (a log-off or clean-up hook for a
+    maintenance window); every other job's start is refused then. Only code
+    decides this: no setting in the admin or the API widens the list."""
 
     def register(func: F, name: str | None) -> F:
         key = name or f"{func.__module__}.{func.__qualname__}"
@@ -58,6 +71,8 @@ def takt_job(name_or_func: Any = None, **declaration: Any) -> Any:
             if not same_origin:  # a module imported twice re-registers the same function
                 raise ValueError(f"takt_job: the name {key!r} is already registered")
         _REGISTRY[key] = func
+        if allowed_during_maintenance:
+            _ALLOWED_IN_MAINTENANCE.add(key)
         if declaration:
             _DECLARED[key] = dict(declaration)
         return func
@@ -70,6 +85,17 @@ def takt_job(name_or_func: Any = None, **declaration: Any) -> Any:
 def declared_by_decorator() -> dict[str, dict[str, Any]]:
     """{registered name: declaration options} of the decorators that declared a job."""
     return {name: dict(options) for name, options in _DECLARED.items()}
+
+
+def allowed_in_maintenance(target: str) -> bool:
+    """Whether the callable registered as `target` is on the maintenance
+    allow-list (F-29)."""
+    return target in _ALLOWED_IN_MAINTENANCE
+
+
+def allowed_names() -> list[str]:
+    """The maintenance allow-list: registered names, sorted."""
+    return sorted(_ALLOWED_IN_MAINTENANCE)
 
 
 def registered_names() -> list[str]:

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone as dj_timezone
 
+from jobs import registry
 from jobs.calendars import calendar_days
 from jobs.core import triggers as core
 from jobs.core.missed import MissedRunRules
@@ -22,6 +23,7 @@ from jobs.core.rules import Overlap, OverlapRules, RetryRules
 from jobs.policies import (
     ALL_WEEKDAYS,
     CalendarRuleChoice,
+    JobKind,
     TriggerKind,
 )
 
@@ -69,6 +71,10 @@ def trigger_spec(trigger: Trigger, *, now: datetime | None = None) -> core.Trigg
     Raises ValueError for an unknown kind or a once trigger without run_at,
     ValidationError("weekdays") for a weekday that is not 0..6."""
     zone = trigger.timezone or settings.TIME_ZONE
+    if trigger.kind == TriggerKind.DEPENDENCY:
+        upstream = trigger.upstream_job if trigger.upstream_job_id is not None else None
+        label = f"{upstream.name!r} (#{upstream.pk})" if upstream is not None else "(none)"
+        return core.AfterSpec(label, tuple(trigger.upstream_statuses or ("succeeded",)))
     if trigger.kind == TriggerKind.ONCE:
         if trigger.run_at is None:
             raise ValueError("a once trigger needs run_at")
@@ -195,6 +201,13 @@ def retry_rules(job: Job) -> Any:
         retry_on_timeout=job.retry_on_timeout,
         non_retryable=tuple(n for n in names if n),
     )
+
+
+def allowed_in_maintenance(job: Job) -> bool:
+    """F-29: whether the job's runs start while maintenance mode is on or
+    the queue is paused: its target is on the maintenance allow-list
+    (registered with allowed_during_maintenance=True)."""
+    return job.kind == JobKind.CALLABLE and registry.allowed_in_maintenance(job.target)
 
 
 NOTIFY_EVENTS = ("start", "end", "failure", "long_run")

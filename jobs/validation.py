@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError
 
 from jobs import registry
+from jobs.coordination import validate_coordination, validate_trigger_links
 from jobs.core import triggers as core
 from jobs.core.missed import validate_missed_run_rules
 from jobs.core.rules import validate_overlap_rules, validate_retry_rules
@@ -74,6 +75,7 @@ def validate_job(job: Job) -> None:
         ) from None
     _validate_policies(job)
     _validate_notify(job.notify)
+    validate_coordination(job)
 
 
 def _validate_notify(notify: Any) -> None:
@@ -118,12 +120,15 @@ _REQUIRED = {
     TriggerKind.INTERVAL: ("interval_seconds",),
     TriggerKind.ONCE: ("run_at",),
     TriggerKind.CALENDAR: ("calendar_rule", "at_time"),
+    TriggerKind.DEPENDENCY: ("upstream_job",),
 }
+# Kinds that run at no time of day of their own: weekdays and windows do not apply.
+_UNTIMED = (TriggerKind.ONCE, TriggerKind.DEPENDENCY)
 
 
 def _required(trigger: Trigger) -> None:
     for field in _REQUIRED.get(TriggerKind(trigger.kind), ()):
-        if getattr(trigger, field) in (None, ""):
+        if getattr(trigger, field if field != "upstream_job" else "upstream_job_id") in (None, ""):
             article = "an" if trigger.kind[:1] in "aeiou" else "a"
             raise ValidationError({field: f"required for {article} {trigger.kind} trigger"})
 
@@ -145,16 +150,23 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
             raise ValidationError(
                 {"interval_seconds": "must be between 1 second and 30 days (2592000 s)"}
             )
-    if trigger.kind == TriggerKind.ONCE:
-        # A once trigger runs at its date and time: weekdays do not apply
-        # (the admin hides them), so an empty choice is not an error.
+    if trigger.kind in _UNTIMED:
+        # A once trigger runs at its date and time, a dependency when another
+        # job ends: weekdays do not apply (the admin hides them), so an
+        # empty choice is not an error.
         trigger.weekdays = trigger.weekdays or ALL_WEEKDAYS
     else:
         trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
-    if trigger.kind == TriggerKind.ONCE and (trigger.window_start or trigger.window_end):
+    if trigger.kind in _UNTIMED and (trigger.window_start or trigger.window_end):
+        what = "runs at its date and time" if trigger.kind == TriggerKind.ONCE else "has no time"
         raise ValidationError(
-            {"window_start": "a once trigger runs at its date and time: leave the window empty"}
+            {"window_start": f"a {trigger.kind} trigger {what}: leave the window empty"}
         )
+    if trigger.kind == TriggerKind.DEPENDENCY:
+        trigger.upstream_statuses = list(trigger.upstream_statuses or ["succeeded"])
+    else:  # left over from another kind (the admin hides them)
+        trigger.upstream_job, trigger.upstream_statuses = None, []
+    validate_trigger_links(trigger)
     try:
         core.validate_jitter(trigger.jitter_seconds)
         if trigger.timezone:
@@ -177,7 +189,9 @@ def first_fire(spec: core.TriggerSpec, *, now: datetime) -> datetime | None:
     ValidationError on "window_start", else "weekdays", else
     "exclude_calendars"."""
     first = core.compute_first_fire(spec, now=now)
-    if first is not None or isinstance(spec, core.OnceSpec) or spec.constraints is None:
+    if first is not None or isinstance(spec, core.OnceSpec | core.AfterSpec):
+        return first
+    if spec.constraints is None:
         return first
     constraints = spec.constraints
     if constraints.window_start is not None:

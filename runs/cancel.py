@@ -18,11 +18,12 @@ behind the admin's action, `POST /api/v1/runs/<id>/cancel` and
       RedisUnreachable, the transaction rolls back, nothing changes;
    c. the run ends `cancelled` with finished_at, its duration if it had
       started and the message "cancelled by <by>", through
-      runs.services.finish_run: interval triggers anchored on run ends move
+      runs.ending.finish_run: interval triggers anchored on run ends move
       on; no retry; the job's failure streak is untouched (a cancel is not
       a failure); `run_finished` goes out (heartbeats record nothing: a
       cancelled run is not a report; a long-run alert is resolved);
-   d. the job's next held run is sent after commit (buffer policies).
+   d. a parent run's active child is cancelled with it (F-04);
+   e. the job's next held run is sent after commit (buffer policies).
 3. After commit: the decision log's `cancelled` entry, and for a running run
    Celery's revoke to its worker, which stops the job (runs/stopping.py).
 
@@ -41,11 +42,11 @@ from django.db import transaction
 from jobs.errors import InvalidInput, TaktError
 from runs.core.messages import utc_text
 from runs.decisions import Decision, record
+from runs.ending import finish_run
 from runs.locks import get_redis
 from runs.models import Run, RunStatus, task_id_for
 from runs.overlap import release_cancelled_locks, release_next_held, revoke_after_commit
 from runs.redis_client import redis_location
-from runs.services import finish_run
 
 log = logging.getLogger("takt.runs")
 
@@ -123,6 +124,11 @@ def _cancel(run: Run, *, by: str, now: datetime) -> str | None:
         f"cancelled by {by}" if was == RunStatus.RUNNING else f"cancelled by {by} before it started"
     )
     finish_run(run, status=RunStatus.CANCELLED, from_status=was, now=now, message=message)
+    # A parent run (F-04) takes its active child along (and that one its own).
+    for child in Run.objects.select_related("job").filter(
+        cause_id=run.pk, job__parent_id=run.job_id, status__in=CANCELLABLE
+    ):
+        _cancel(child, by=f"{by} (with its parent run #{run.pk})", now=now)
     release_next_held(run.job_id)
     decision = Decision("cancelled", run.job_id, run.pk, detail=f"by {by}; it was {was}", at=now)
     transaction.on_commit(lambda: record([decision]))

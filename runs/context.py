@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.errors import InvalidInput
 from runs.progress import Progress, check_progress
 
 log = logging.getLogger("takt.job")
@@ -34,6 +35,7 @@ class JobContext:
     job_id: int
     output_limit: int = 256 * 1024
     on_change: Callable[[], None] | None = None
+    result_code: int | None = None  # set by set_result_code (F-32)
     _lines: list[str] = field(default_factory=list)
     _size: int = 0
     _dropped: int = 0
@@ -68,6 +70,15 @@ class JobContext:
             self._version += 1
             self._progress = value
         self._changed()
+
+    def set_result_code(self, code: int) -> None:
+        """The run's result code (F-32), written to the job's result
+        variable when it ends: e.g. 200 for "succeeded, something to do".
+        Without it a run that returns has 0 and one that fails 1. Raises
+        InvalidInput for anything but a whole number."""
+        if not isinstance(code, int) or isinstance(code, bool):
+            raise InvalidInput("code", f"a result code is a whole number, got {code!r}")
+        self.result_code = code
 
     def fail(self, message: str) -> None:
         """End the run as failed with `message`."""

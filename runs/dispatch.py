@@ -36,14 +36,16 @@ from django.db import IntegrityError, connection, transaction
 
 from jobs.core.missed import Claim, MissedRunPolicy, PlannedRun, compute_claim
 from jobs.core.triggers import compute_jitter
-from jobs.models import QueueState, Trigger
-from jobs.specs import missed_run_rules, trigger_spec
+from jobs.models import QueueState, ResultVariable, Trigger
+from jobs.specs import allowed_in_maintenance, missed_run_rules, trigger_spec
 from runs.core.admission import Admission
 from runs.core.messages import MAINTENANCE_REFUSAL
-from runs.decisions import Decision
+from runs.core.start import condition_met, condition_text
+from runs.decisions import Decision, record
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit, cancel_active_runs, revoke_after_commit
 from runs.statements import advance_triggers
+from runs.variables import job_condition
 
 log = logging.getLogger("takt.dispatch")
 
@@ -66,22 +68,33 @@ class _RowByRow(Exception):
     """The bulk path met a race or a bad trigger: redo the batch row by row."""
 
 
-def claim_due_runs(*, now: datetime, limit: int, maintenance: bool = False) -> ClaimResult:
+def claim_due_runs(
+    *,
+    now: datetime,
+    limit: int,
+    maintenance: bool = False,
+    only_targets: list[str] | None = None,
+) -> ClaimResult:
     """Claim up to `limit` due triggers and create their runs (see the
     module docstring). Returns the ids to publish after commit. In
     maintenance mode (F-29) the runs of jobs not allowed then are recorded
-    `skipped`: the start is refused, and the trigger moves on."""
+    `skipped`: the start is refused, and the trigger moves on. With
+    `only_targets` (the allow-list, while the queue is paused) only the
+    triggers of jobs running those targets are claimed."""
     if connection.features.can_return_rows_from_bulk_insert:
         try:
-            return _claim_in_bulk(now=now, limit=limit, maintenance=maintenance)
+            return _claim_in_bulk(
+                now=now, limit=limit, maintenance=maintenance, only_targets=only_targets
+            )
         except _RowByRow:
             pass
     result = ClaimResult()
     with transaction.atomic():
-        triggers = _lock_due(now=now, limit=limit)
+        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets)
         load = _Load(
             activity([t.job_id for t in triggers], now=now) if triggers else {},
             maintenance=maintenance,
+            triggers=triggers,
         )
         resumed_at = last_resume() if triggers else None
         for trigger in triggers:
@@ -92,14 +105,44 @@ def claim_due_runs(*, now: datetime, limit: int, maintenance: bool = False) -> C
 class _Load:
     """The jobs' active runs during one claim: (running, waiting) per job,
     counting the runs this claim adds, so two triggers of one job in a
-    batch are admitted one after the other (F-23)."""
+    batch are admitted one after the other (F-23); and the values of the
+    variables their conditions read (F-32), one query per batch."""
 
-    def __init__(self, counts: dict[int, tuple[int, int]], *, maintenance: bool = False) -> None:
+    def __init__(
+        self,
+        counts: dict[int, tuple[int, int]],
+        *,
+        maintenance: bool = False,
+        triggers: list[Trigger] | None = None,
+    ) -> None:
         self.counts = counts
         self.maintenance = maintenance
+        ids = {t.job.condition_variable_id for t in triggers or ()} - {None}
+        self.variables = (
+            {
+                pk: (name, value)
+                for pk, name, value in ResultVariable.objects.filter(pk__in=ids).values_list(
+                    "pk", "name", "value"
+                )
+            }
+            if ids
+            else {}
+        )
+
+    def unmet(self, trigger: Trigger) -> str | None:
+        """Why the job's condition holds its fire time back, if it does:
+        the time passes with no run (a condition is part of "is it due",
+        as weekdays are); the start checks again."""
+        job = trigger.job
+        if job.condition_variable_id is None:
+            return None
+        name, value = self.variables.get(job.condition_variable_id, ("?", None))
+        condition = job_condition(job, name)
+        assert condition is not None
+        return None if condition_met(condition, value) else condition_text(condition, value)
 
     def admit(self, trigger: Trigger) -> tuple[Admission, str]:
-        if self.maintenance and not trigger.job.allowed_during_maintenance:
+        if self.maintenance and not allowed_in_maintenance(trigger.job):
             return Admission.SKIP, MAINTENANCE_REFUSAL
         running, waiting = self.counts.get(trigger.job_id, (0, 0))
         decision = admit(trigger.job, running=running, waiting=waiting)
@@ -108,12 +151,14 @@ class _Load:
         return decision.admission, decision.reason
 
 
-def _lock_due(*, now: datetime, limit: int) -> list[Trigger]:
+def _lock_due(*, now: datetime, limit: int, only_targets: list[str] | None = None) -> list[Trigger]:
     due = (
         Trigger.objects.filter(active=True, next_run_at__lte=now)
         .select_related("job")
         .order_by("next_run_at")
     )
+    if only_targets is not None:
+        due = due.filter(job__target__in=only_targets)
     if connection.features.has_select_for_update_skip_locked:
         due = due.select_for_update(skip_locked=True, of=("self",))
     return list(due[:limit])
@@ -140,6 +185,11 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
     visible `skipped` record when fire times were passed over (F-102)."""
     runs: list[Run] = []
     first: tuple[Admission, str] | None = None
+    unmet = load.unmet(trigger) if claim.runs else None
+    if unmet is not None:
+        _note_unmet(trigger, unmet, now=now)
+        return []
+    _UNMET.pop(trigger.job_id, None)
     for planned in claim.runs:
         due_at = planned.scheduled_for + _jitter(trigger, planned.scheduled_for)
         if due_at > now:
@@ -160,6 +210,18 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
         else:
             runs.insert(0, _skipped_record(trigger, claim, now=now))
     return runs
+
+
+# The last unmet condition this beat logged per job: the decision log says
+# when a job's condition stops or starts holding it back, not every second.
+_UNMET: dict[int, str] = {}
+
+
+def _note_unmet(trigger: Trigger, unmet: str, *, now: datetime) -> None:
+    if _UNMET.get(trigger.job_id) == unmet:
+        return
+    _UNMET[trigger.job_id] = unmet
+    record([Decision("condition_not_met", trigger.job_id, None, trigger.pk, unmet, now)])
 
 
 def _jitter(trigger: Trigger, fire: datetime) -> timedelta:
@@ -256,10 +318,12 @@ def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
         result.to_publish.append(run)
 
 
-def _claim_in_bulk(*, now: datetime, limit: int, maintenance: bool = False) -> ClaimResult:
+def _claim_in_bulk(
+    *, now: datetime, limit: int, maintenance: bool = False, only_targets: list[str] | None = None
+) -> ClaimResult:
     result = ClaimResult()
     with transaction.atomic():
-        triggers = _lock_due(now=now, limit=limit)
+        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets)
         if not triggers:
             return result
         resumed_at = last_resume()
@@ -281,7 +345,11 @@ def _claim_in_bulk(*, now: datetime, limit: int, maintenance: bool = False) -> C
         )
         if won != len(triggers):
             raise _RowByRow
-        load = _Load(activity([t.job_id for t in triggers], now=now), maintenance=maintenance)
+        load = _Load(
+            activity([t.job_id for t in triggers], now=now),
+            maintenance=maintenance,
+            triggers=triggers,
+        )
         runs = []
         for trigger, claim in zip(triggers, claims, strict=True):
             runs += _runs_for(trigger, claim, now=now, load=load)

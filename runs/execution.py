@@ -39,36 +39,35 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
+from redis import RedisError
 
 from jobs.core.rules import Overlap
 from jobs.policies import TimeoutAction
 from jobs.registry import UnknownTarget, resolve
 from jobs.specs import notify_events, overlap_rules
+from jobs.variables import ResultCode
 from runs.autosave import Autosave
+from runs.children import has_children
 from runs.context import JobContext, JobFailed
-from runs.core.admission import StartAction, compute_start_action
-from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.decisions import Decision, record
-from runs.locks import CANCELLED_RUN, MAINTENANCE, PAUSED, JobLock, LockKeeper, acquire_slot
-from runs.metrics import count_lock_wait, release_and_count
-from runs.models import Run, RunStatus, RunTrigger
+from runs.ending import finish_run
+from runs.locks import JobLock, LockKeeper
+from runs.metrics import release_and_count
+from runs.models import Run, RunStatus
 from runs.outage import retry_through_outage
-from runs.overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
+from runs.overlap import release_next_held
 from runs.redis_client import write_through_failover
 from runs.retries import plan_retry
-from runs.services import finish_run, start_run
+from runs.services import start_run
 from runs.signals import run_started
+from runs.starting import admit_start, start_parent
 from runs.statements import load_run, start_plain_run
 from runs.stopping import GATE, CancelWatch, save_cancelled_output
+from runs.waiting import release_waiting
 from runs.watches import LongRunWatch, TimeoutWatch, send_signal
 
 log = logging.getLogger("takt.execution")
-
-RESULT_OK = 0
-RESULT_FAILED = 1
-RESULT_TIMED_OUT = -1002  # F-32: "timed out, killed"
 
 
 def _jsonable(value: Any) -> Any:
@@ -104,16 +103,11 @@ def execute(
     if run is None:
         return None
     rules = overlap_rules(run.job)
-    lock, acquired = acquire_slot(
-        run.job_id,
-        slots=rules.max_instances,
-        allowed_in_maintenance=bool(getattr(run.job, "allowed_during_maintenance", False)),
-        run_id=run.pk,
-    )
-    if acquired is not True:
-        stopped = _not_locked(run, rules, lock, acquired, clock=clock, started_at=started_at)
-        if stopped is not None:
-            return stopped
+    lock, status = admit_start(run, rules=rules, now=started_at, clock=clock)
+    if lock is None:
+        return status
+    if has_children(run.job):
+        return start_parent(run, lock, now=started_at)
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
     if "start" in notify_events(run.job):
         send_signal(run_started, run)
@@ -137,7 +131,22 @@ def execute(
         retry_through_outage(
             lambda: release_next_held(run.job_id), what="sending a held run", deadline_s=wait_s
         )
+    if lock.members:  # it freed slots: the runs waiting for one go first (F-31, F-34)
+        _release_waiting(run)
     return counted
+
+
+def _release_waiting(run: Run) -> None:
+    try:
+        retry_through_outage(
+            lambda: release_waiting(now=timezone.now()), what="sending the runs waiting for a slot"
+        )
+    except RedisError:  # the next beat tick sends them
+        log.exception("could not send the runs waiting for a slot", extra=_extra_of(run))
+
+
+def _extra_of(run: Run) -> dict[str, Any]:
+    return {"job_id": run.job_id, "run_id": run.pk}
 
 
 def _record_end(run: Run, outcome: Outcome, ended_at: datetime) -> bool:
@@ -149,9 +158,7 @@ def _record_end(run: Run, outcome: Outcome, ended_at: datetime) -> bool:
         message=outcome.message,
         output=outcome.output,
         result=outcome.result,
-        result_code={RunStatus.SUCCEEDED: RESULT_OK, RunStatus.TIMED_OUT: RESULT_TIMED_OUT}.get(
-            outcome.status, RESULT_FAILED
-        ),
+        result_code=outcome.code,
         retry=plan_retry(run, status=outcome.status, now=ended_at, error_types=outcome.error_types),
     )
 
@@ -224,64 +231,6 @@ def _claim(run_id: int, *, worker: str, now: datetime) -> Run | None:
     return run
 
 
-def _not_locked(
-    run: Run,
-    rules: Any,
-    lock: Any,
-    acquired: bool | str,
-    *,
-    clock: Callable[[], datetime],
-    started_at: datetime,
-) -> str | None:
-    """Step 2 when the job's lock was not simply taken: the queue is paused
-    (hold), maintenance mode refuses the job (skip), or the lock is held
-    (the overlap policy's answer). Returns the run's status when it does not
-    go on, or None after taking the lock over (cancel_other)."""
-    extra = {"job_id": run.job_id, "run_id": run.pk}
-    if acquired == PAUSED:  # F-28: back to waiting; the sweep sends it after the resume
-        record([Decision("held", run.job_id, run.pk, detail="the queue is paused")])
-        hold_run(run)
-        log.info("run %s held: the queue is paused", run.pk, extra=extra)
-        return RunStatus.QUEUED
-    if acquired == CANCELLED_RUN:  # cancelled between its start and its lock
-        log.info("run %s was cancelled before it took the job's lock", run.pk, extra=extra)
-        return RunStatus.CANCELLED
-    if acquired == MAINTENANCE:  # F-29: refused, whatever triggered it
-        record([Decision("refused", run.job_id, run.pk, detail="maintenance mode")])
-        message = f"skipped: {MAINTENANCE_REFUSAL}"
-        finish_run(run, status=RunStatus.SKIPPED, now=clock(), message=message)
-        log.info("run %s refused: maintenance mode", run.pk, extra=extra)
-        return RunStatus.SKIPPED
-    action = compute_start_action(rules)
-    if run.trigger == RunTrigger.RETRY:
-        action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
-    count_lock_wait(action.value)
-    detail = "the job's lock was taken"
-    record([Decision(f"lock_{action.value}", run.job_id, run.pk, detail=detail)])
-    if action is StartAction.HOLD:
-        hold_run(run)
-        # The holder may have ended between our lock attempt and the hold:
-        # then nobody else would send this run.
-        release_next_held(run.job_id)
-        log.info("run %s waits for the job's running run", run.pk, extra=extra)
-        return RunStatus.QUEUED
-    if action is StartAction.SKIP:
-        finish_run(
-            run,
-            status=RunStatus.SKIPPED,
-            now=clock(),
-            message=f"skipped: job #{run.job_id} is locked by another run"
-            f" (overlap policy '{rules.policy}')",
-        )
-        return RunStatus.SKIPPED
-    with transaction.atomic():
-        reason = f"cancelled: replaced by run #{run.pk}"
-        stopped = cancel_active_runs(run.job_id, keep=run.pk, now=started_at, reason=reason)
-        revoke_after_commit(stopped)
-    lock.take_over()
-    return None
-
-
 BUFFERING = (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
 
 
@@ -296,6 +245,10 @@ class Outcome:
     result: Any = None
     output: str = ""
     error_types: tuple[str, ...] = ()
+    # The result code (F-32): the job's own (job.set_result_code), else by
+    # how it ended (runs/variables.py END_CODES), -1001 for a target that
+    # could not be started, -1005 for an exception.
+    code: int | None = None
 
 
 def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
@@ -342,10 +295,13 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     except JobFailed as exc:
         outcome = Outcome(RunStatus.FAILED, str(exc))
     except UnknownTarget as exc:
-        outcome = Outcome(RunStatus.FAILED, str(exc))
+        outcome = Outcome(RunStatus.FAILED, str(exc), code=ResultCode.COULD_NOT_START)
     except Exception as exc:
         outcome = Outcome(
-            RunStatus.FAILED, f"{type(exc).__name__}: {exc}", error_types=_type_names(exc)
+            RunStatus.FAILED,
+            f"{type(exc).__name__}: {exc}",
+            error_types=_type_names(exc),
+            code=ResultCode.ERROR,
         )
         ctx.log(traceback.format_exc().rstrip())
     finally:
@@ -354,6 +310,8 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     if watch is not None and watch.warned:
         outcome.message = "; ".join(m for m in (watch.warning, outcome.message) if m)
     outcome.output = ctx.output()
+    if ctx.result_code is not None and outcome.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+        outcome.code = ctx.result_code
     return outcome
 
 

@@ -50,38 +50,37 @@ from runs.redis_client import redis_client
 
 log = logging.getLogger("takt.locks")
 
-# KEYS: the lock, the run's cancel marker. ARGV: the token, the TTL (ms),
-# "1" to take a vanished key back. -1: the run was cancelled; 1: renewed;
-# 2: the key was gone and is ours again; 0: another token holds it.
+# KEYS: the lock, the run's cancel marker, then the slot sets the token is
+# a member of (runs/slots.py). ARGV: the token, the TTL (ms), "1" to take a
+# vanished key back. -1: the run was cancelled; 1: renewed; 2: the key was
+# gone and is ours again; 0: another token holds it. A renewed or retaken
+# lock renews its slots (score: expiry, in Redis's own clock); a retaken one
+# puts them back too.
 _RENEW = """
 if redis.call('exists', KEYS[2]) == 1 then
   return -1
 end
 local token = redis.call('get', KEYS[1])
+local state = 0
 if token == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-if not token and ARGV[3] == '1' then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  state = 1
+elseif not token and ARGV[3] == '1' then
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 2
+  state = 2
 end
-return 0
-"""
-# KEYS: queue pause, the lock, maintenance, the run's cancel marker.
-_ACQUIRE = """
-if redis.call('exists', KEYS[1]) == 1 then
-  return -1
+if state > 0 and #KEYS > 2 then
+  local t = redis.call('time')
+  local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
+  for i = 3, #KEYS do
+    if state == 2 then
+      redis.call('zadd', KEYS[i], expiry, ARGV[1])
+    else
+      redis.call('zadd', KEYS[i], 'XX', expiry, ARGV[1])
+    end
+  end
 end
-if ARGV[3] == '0' and redis.call('exists', KEYS[3]) == 1 then
-  return -2
-end
-if redis.call('exists', KEYS[4]) == 1 then
-  return -3
-end
-if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return 1
-end
-return 0
+return state
 """
 # KEYS: the job's slot keys (ARGV[1] of them), then the runs' cancel markers.
 # ARGV: the slot count, the markers' value and TTL (ms), then one token
@@ -105,7 +104,11 @@ for i = slots + 1, #KEYS do
 end
 return released
 """
+# KEYS: the lock, then the slot sets the token is a member of.
 _RELEASE = """
+for i = 2, #KEYS do
+  redis.call('zrem', KEYS[i], ARGV[1])
+end
 if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('del', KEYS[1])
 end
@@ -132,12 +135,15 @@ def cancel_key(run_id: int | None) -> str:
 
 @dataclass
 class JobLock:
-    """One owner's hold on a job's lock. `ttl_ms` is the lease length."""
+    """One owner's hold on a job's lock. `ttl_ms` is the lease length.
+    `members`: the slot sets (runs/slots.py) that hold the token too,
+    renewed and released with the lock."""
 
     key: str
     ttl_ms: int
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     client: redis.Redis = field(default_factory=get_redis)
+    members: tuple[str, ...] = ()
 
     def acquire(self) -> bool:
         return bool(self.client.set(self.key, self.token, nx=True, px=self.ttl_ms))
@@ -146,22 +152,6 @@ class JobLock:
     def run_id(self) -> int | None:
         """The run this lock's token names, if any."""
         return token_run_id(self.token)
-
-    def acquire_unless_paused(
-        self, pause_key: str, maintenance_key: str = "", *, allowed_in_maintenance: bool = True
-    ) -> int:
-        """One round trip: -1 if `pause_key` exists (the queue is paused), -2
-        if `maintenance_key` exists and the job is not allowed then, -3 if
-        the run the token names was cancelled, 1 if the lock was taken, 0 if
-        it is held by another owner."""
-        keys = (
-            pause_key,
-            self.key,
-            maintenance_key or f"{pause_key}:none",
-            cancel_key(self.run_id),
-        )
-        allowed = "1" if allowed_in_maintenance else "0"
-        return int(self.client.eval(_ACQUIRE, 4, *keys, self.token, self.ttl_ms, allowed))
 
     def renew(self) -> bool:
         """Extend the lease; False when the lock is no longer ours."""
@@ -172,13 +162,14 @@ class JobLock:
         cancel marker: RENEWED, NOT_OURS, or CANCELLED (nothing renewed).
         With `retake`, a key that is gone altogether is set again with our
         token and TTL: RETAKEN (see the module docstring)."""
-        keys = (self.key, cancel_key(self.run_id))
+        keys = (self.key, cancel_key(self.run_id), *self.members)
         flag = "1" if retake else "0"
-        return int(self.client.eval(_RENEW, 2, *keys, self.token, self.ttl_ms, flag))
+        return int(self.client.eval(_RENEW, len(keys), *keys, self.token, self.ttl_ms, flag))
 
     def release(self) -> bool:
-        """Delete the lock if it still holds our token."""
-        return bool(self.client.eval(_RELEASE, 1, self.key, self.token))
+        """Delete the lock if it still holds our token, and leave the slots."""
+        keys = (self.key, *self.members)
+        return bool(self.client.eval(_RELEASE, len(keys), *keys, self.token))
 
     def take_over(self) -> None:
         """Take the lock whoever holds it (overlap policy `cancel_other`): the
@@ -220,11 +211,6 @@ def token_run_id(token: bytes | str | None) -> int | None:
     return int(head[len(RUN_TOKEN) :])
 
 
-PAUSED = "paused"
-MAINTENANCE = "maintenance"
-CANCELLED_RUN = "cancelled"
-
-
 def release_cancelled(
     job_id: int, run_ids: list[int], *, marker: str, marker_ttl_s: float, slots: int
 ) -> int:
@@ -241,37 +227,6 @@ def release_cancelled(
     args = (len(slot_keys), marker, int(marker_ttl_s * 1000), *prefixes)
     keys = (*slot_keys, *markers)
     return int(get_redis().eval(_RELEASE_CANCELLED, len(keys), *keys, *args))
-
-
-def acquire_slot(
-    job_id: int,
-    *,
-    slots: int = 1,
-    allowed_in_maintenance: bool = True,
-    run_id: int | None = None,
-) -> tuple[JobLock, bool | str]:
-    """Try the job's lock slots in order; returns the lock taken and True,
-    or slot 0's lock (not taken) and False when every slot is held, or
-    PAUSED when the queue is paused, MAINTENANCE when maintenance mode is
-    on and the job is not allowed then, CANCELLED_RUN when `run_id` was
-    cancelled (all checked in the same round trip)."""
-    prefix = f"{settings.TAKT_KEY_PREFIX}:queue"
-    for slot in range(max(slots, 1)):
-        lock = job_lock(job_id, slot=slot, run_id=run_id)
-        got = lock.acquire_unless_paused(
-            f"{prefix}:paused",
-            f"{prefix}:maintenance",
-            allowed_in_maintenance=allowed_in_maintenance,
-        )
-        if got == -1:
-            return lock, PAUSED
-        if got == -2:
-            return lock, MAINTENANCE
-        if got == -3:
-            return lock, CANCELLED_RUN
-        if got:
-            return lock, True
-    return job_lock(job_id, run_id=run_id), False
 
 
 class LockKeeper:

@@ -23,9 +23,13 @@ from runs.marks import mark_key
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 # KEYS: lock, runs hash, lag hash, decision stream, the run's message mark
-# (runs/delivery.py); ARGV: token, status, lag bucket ('' = none), lag
-# seconds, stream size, then the decision's fields.
+# (runs/marks.py), then the slot sets the run is a member of (runs/slots.py);
+# ARGV: token, status, lag bucket ('' = none), lag seconds, stream size,
+# then the decision's fields.
 RELEASE_AND_COUNT = """
+for i = 6, #KEYS do
+  redis.call('zrem', KEYS[i], ARGV[1])
+end
 local released = 0
 if redis.call('get', KEYS[1]) == ARGV[1] then
   released = redis.call('del', KEYS[1])
@@ -54,15 +58,15 @@ def lag_bucket(lag_s: float) -> str:
 
 
 def release_and_count(lock: Any, *, status: str, lag_s: float | None, decision: Decision) -> bool:
-    """Release `lock` (by token), count the run's end, add its `end` entry
-    to the decision log (F-65) and delete the run's message mark (it needs
-    no re-send any more), in one round trip."""
+    """Release `lock` (by token) and the slots it holds, count the run's
+    end, add its `end` entry to the decision log (F-65) and delete the
+    run's message mark (it needs no re-send any more), in one round trip."""
     bucket = "" if lag_s is None else lag_bucket(max(lag_s, 0.0))
     mark = mark_key("none" if decision.run_id is None else decision.run_id)
-    keys = (lock.key, metric_key("runs"), metric_key("lag"), decision_key(), mark)
+    keys = (lock.key, metric_key("runs"), metric_key("lag"), decision_key(), mark, *lock.members)
     args = (lock.token, status, bucket, f"{max(lag_s or 0.0, 0.0):.6f}", str(log_size()))
     flat = [part for pair in decision_fields(decision).items() for part in pair]
-    return bool(lock.client.eval(RELEASE_AND_COUNT, 5, *keys, *args, *flat))
+    return bool(lock.client.eval(RELEASE_AND_COUNT, len(keys), *keys, *args, *flat))
 
 
 def count_lock_wait(outcome: str) -> None:

@@ -36,6 +36,15 @@ class RunTrigger(models.TextChoices):
     PARENT = "parent"
 
 
+class WaitingFor(models.TextChoices):
+    """What a held run waits for besides its job (F-31, F-34)."""
+
+    NOTHING = "", "its job or the queue"
+    GROUP = "group", "a slot of its concurrency group"
+    EXCLUSIVE = "exclusive", "every group to be free (exclusive job)"
+    LIMIT = "limit", "a slot under TAKT_MAX_CONCURRENCY"
+
+
 # Runs that stand for a fire time of a trigger: at most one per (job, time).
 SCHEDULED_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.CATCHUP)
 
@@ -93,6 +102,20 @@ class Run(models.Model):
     # Queued but not sent: it waits for the job's running run, which sends it
     # when it ends (overlap policies buffer_one and buffer_all, F-23).
     held = models.BooleanField(default=False)
+    # What a held run waits for (F-31, F-34): "" its job (an overlap policy)
+    # or the paused queue; else a slot (WaitingFor).
+    waiting_for = models.CharField(max_length=16, choices=WaitingFor.choices, blank=True)
+    # The run whose end started this one (trigger `dependency`, F-33) or the
+    # parent run it is part of (trigger `parent`, and the retries of those, F-04).
+    cause = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="caused",
+        db_index=False,
+        help_text="The run whose end started it, or the parent run it is part of.",
+    )
     retry_of = models.ForeignKey(
         "self",
         null=True,
@@ -113,6 +136,13 @@ class Run(models.Model):
                 fields=["job", "scheduled_for"],
                 condition=Q(trigger__in=["schedule", "catchup"]),
                 name="run_unique_fire_time",
+            ),
+            # F-33, F-04: a run's end starts a dependent job once, and a
+            # parent run runs each child once.
+            models.UniqueConstraint(
+                fields=["job", "cause"],
+                condition=Q(trigger__in=["dependency", "parent"]),
+                name="run_unique_cause",
             ),
             # F-43: one run per job and dedupe key (enqueue_job takes the key
             # off an older run whose dedupe window is over).
@@ -167,6 +197,8 @@ class Run(models.Model):
                 condition=Q(status="running"),
                 name="run_running_idx",
             ),
+            # A parent run's children, and what a run's end started.
+            models.Index(fields=["cause"], condition=Q(cause__isnull=False), name="run_cause_idx"),
             # Runs waiting for their job (buffer policies); the sweep's probe.
             models.Index(
                 fields=["job", "enqueued_at"],

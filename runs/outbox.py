@@ -11,10 +11,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
+from redis import RedisError
 
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import release_stranded
 from runs.publish import publish_runs
+from runs.waiting import release_waiting
 
 log = logging.getLogger("takt.publish")
 
@@ -25,7 +27,9 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     them (older than TAKT_REPUBLISH_AFTER_SECONDS), and retries once due
     (no delay included). Held runs are not sent
     here: first, any job left with held runs and nothing running gets its
-    next one sent (runs.overlap.release_stranded). Uses the partial indexes
+    next one sent (runs.overlap.release_stranded), and the runs waiting for
+    a slot whose slot is free are (runs.waiting.release_waiting; a Redis
+    error there is logged and the sweep goes on). Uses the partial indexes
     `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
     outbox is empty."""
     waiting = Run.objects.filter(
@@ -34,6 +38,10 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     if not waiting.exists():  # one index probe: held runs are unpublished too
         return 0
     release_stranded(now=now)
+    try:
+        release_waiting(now=now)
+    except RedisError:
+        log.exception("could not look for free slots")
     stale_before = now - timedelta(seconds=settings.TAKT_REPUBLISH_AFTER_SECONDS)
     # A retry is published by nobody else: it goes out once due, even with
     # no delay (a retry at "now" of a lost run, say).

@@ -137,14 +137,20 @@ def revoke_after_commit(task_ids: list[str]) -> None:
     transaction.on_commit(revoke)
 
 
-def hold_run(run: Run) -> bool:
-    """running → queued and held: a worker found the job's lock taken and the
-    policy says wait (buffer_one, buffer_all, or a retry). Compare-and-set.
-    The run's message mark goes too (runs/delivery.py): its next publish
+def hold_run(run: Run, *, waiting_for: str = "") -> bool:
+    """running → queued and held: a worker found the queue paused, the
+    job's lock taken and the policy says wait (buffer_one, buffer_all, or a
+    retry), or (`waiting_for`, F-31, F-34) a slot missing. Compare-and-set.
+    The run's message mark goes too (runs/marks.py): its next publish
     writes a fresh one, not one naming the worker that held it."""
     held = bool(
         Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-            status=RunStatus.QUEUED, held=True, started_at=None, worker="", published_at=None
+            status=RunStatus.QUEUED,
+            held=True,
+            waiting_for=waiting_for,
+            started_at=None,
+            worker="",
+            published_at=None,
         )
     )
     if held:
@@ -166,7 +172,7 @@ def release_next_held(job_id: int) -> Run | None:
     if Run.objects.filter(job_id=job_id, status=RunStatus.RUNNING).exists():
         return None
     candidate = (
-        Run.objects.filter(job_id=job_id, status=RunStatus.QUEUED, held=True)
+        Run.objects.filter(job_id=job_id, status=RunStatus.QUEUED, held=True, waiting_for="")
         .select_related("job")
         .order_by("priority", "enqueued_at", "pk")
         .first()
@@ -194,6 +200,7 @@ def release_stranded(*, now: datetime, limit: int = 100) -> int:
     running = Run.objects.filter(job_id=OuterRef("job_id"), status=RunStatus.RUNNING)
     job_ids = list(
         Run.objects.filter(status=RunStatus.QUEUED, held=True, scheduled_for__lte=now)
+        .filter(waiting_for="")  # a run waiting for a slot: runs/waiting.py
         .filter(~Exists(running))
         .order_by()  # no default ordering: DISTINCT is per job
         .values_list("job_id", flat=True)

@@ -16,12 +16,16 @@ resume into one run), and held runs are sent again by the beat's sweep.
 from __future__ import annotations
 
 import logging
+import os
 from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from jobs.models import QueueState
+from runs.decisions import Decision, record
 from runs.locks import get_redis
+from runs.signals import maintenance_changed
 
 log = logging.getLogger("takt.queue")
 
@@ -36,16 +40,33 @@ def pause_key() -> str:
 
 
 def mirror(*, paused: bool | None = None, maintenance: bool | None = None) -> None:
-    """Write the switches given to Redis for the workers (one round trip)."""
+    """Write the switches given to Redis for the workers (one round trip).
+    Maintenance mode going on or off here (its key set or deleted by this
+    call, by whichever process sees it first) sends `maintenance_changed`:
+    heartbeats raises or resolves its alert (the manual's "NoLock
+    detected"), and the decision log records it."""
     pipe = get_redis().pipeline(transaction=False)
-    for key, on in ((pause_key(), paused), (maintenance_key(), maintenance)):
-        if on is None:
-            continue
-        if on:
-            pipe.set(key, "1")
-        else:
-            pipe.delete(key)
-    pipe.execute()
+    if paused is not None:
+        pipe.set(pause_key(), "1") if paused else pipe.delete(pause_key())
+    if maintenance is not None:
+        pipe.set(maintenance_key(), "1", nx=True) if maintenance else pipe.delete(maintenance_key())
+    results = pipe.execute()
+    if maintenance is not None and results[-1]:  # set where absent, or deleted where present
+        _maintenance_changed(bool(maintenance))
+
+
+def _maintenance_changed(on: bool) -> None:
+    now = timezone.now()
+    state = QueueState.objects.filter(pk=1).first()
+    note = state.maintenance_note if state and state.maintenance else ""
+    lock_file = lock_file_present()
+    detail = "on" if on else "off"
+    if on and lock_file:
+        detail += f" (lock file {settings.TAKT_MAINTENANCE_LOCK_FILE})"
+    if on and note:
+        detail += f": {note}"
+    record([Decision("maintenance", 0, detail=f"maintenance mode {detail}", at=now)])
+    maintenance_changed.send(sender=None, on=on, note=note, lock_file=lock_file, now=now)
 
 
 def pause_queue(
@@ -92,11 +113,14 @@ def is_paused() -> bool:
 # --- maintenance mode (F-29) ---------------------------------------------------
 #
 # While it is on (by switch, or while the file TAKT_MAINTENANCE_LOCK_FILE
-# exists where the beat runs), only jobs marked allowed_during_maintenance
-# start; every other start is refused and recorded as a `skipped` run
-# whatever triggered it (the beat, a retry, the outbox), and enqueue_job()
-# and "Run now" raise MaintenanceMode for them. A manual or API request never
-# widens the allow-list. Workers see it through Redis, like the pause.
+# exists where the beat runs), only jobs whose target is on the maintenance
+# allow-list start (registered with allowed_during_maintenance=True; Takt's
+# own: maintenance off, pause and resume the queue, runs/takt_jobs.py); every
+# other start is refused and recorded as a `skipped` run whatever triggered
+# it (the beat, a retry, the outbox, a dependency), and enqueue_job() and
+# "Run now" raise MaintenanceMode for them. Only code widens the allow-list,
+# never a request. Workers see it through Redis, like the pause. The
+# allow-listed jobs start while the queue is paused too.
 
 
 def maintenance_key() -> str:
@@ -104,8 +128,6 @@ def maintenance_key() -> str:
 
 
 def lock_file_present() -> bool:
-    import os
-
     path = getattr(settings, "TAKT_MAINTENANCE_LOCK_FILE", "")
     return bool(path) and os.path.exists(path)
 
@@ -118,6 +140,18 @@ def set_maintenance(on: bool, *, note: str = "", now: datetime) -> bool:
     if n:
         log.info("maintenance mode %s%s", "on" if on else "off", f": {note}" if note else "")
     return bool(n)
+
+
+def remove_lock_file() -> bool:
+    """Delete TAKT_MAINTENANCE_LOCK_FILE (where this process runs); True if
+    there was one. The beat sees maintenance mode end at its next tick."""
+    path = getattr(settings, "TAKT_MAINTENANCE_LOCK_FILE", "")
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    log.info("removed the maintenance lock file %s", path)
+    return True
 
 
 def in_maintenance() -> bool:

@@ -3,7 +3,7 @@ died are marked `lost` (and retried where the job's policy says so), and
 runs queued or running for too long are failed without being run. Both
 are sections of runs.maintenance; the lost-run check also runs from every
 beat's tick, every TAKT_LOST_CHECK_SECONDS (`check_lost_runs`). Every
-change is a compare-and-set in runs.services.finish_run, so a worker
+change is a compare-and-set in runs.ending.finish_run, so a worker
 ending the run at the same moment, another beat's check or a second
 maintenance pass wins or loses cleanly."""
 
@@ -17,12 +17,13 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from jobs.core.rules import MAX_INSTANCES
+from runs.children import active_children
+from runs.ending import finish_run
 from runs.locks import get_redis, job_lock, token_run_id
 from runs.models import Run, RunStatus
 from runs.overlap import release_next_held
 from runs.redis_age import data_age_seconds
 from runs.retries import plan_retry
-from runs.services import finish_run
 
 log = logging.getLogger("takt.maintenance")
 
@@ -81,6 +82,8 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
         for run in runs:
             if _held(run, holders):
                 counts["locked"] += 1
+            elif active_children(run.pk):  # a parent run holds no lock while its children run
+                counts["parent"] += 1
             elif dry_run:
                 counts["lost"] += 1
             else:

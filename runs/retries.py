@@ -68,4 +68,6 @@ def retry_run(run: Run, plan: RetryPlan, *, now: datetime) -> Run:
         enqueued_at=now,
         attempt=(run.attempt or 1) + 1,
         retry_of_id=run.pk,
+        # A retry of a child or of a dependency run belongs to the same cause.
+        cause_id=run.cause_id,
     )

@@ -23,3 +23,7 @@ catchup_capped = Signal()
 # Sent by a beat after each tick that reached the database; kwargs: now. The
 # beat's own heartbeat and the overdue check listen (heartbeats.receivers).
 beat_ticked = Signal()
+
+# Sent when maintenance mode goes on or off (the switch or the lock file),
+# once, by the process that saw it first; kwargs: on, note, lock_file, now.
+maintenance_changed = Signal()

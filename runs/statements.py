@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import connection
 
-from jobs.models import Job, QueueState, Trigger
+from jobs.models import ConcurrencyGroup, Job, QueueState, Trigger
 from jobs.policies import TriggerKind
 from jobs.specs import RUN_ANCHORS
 from runs.models import Run, RunStatus
@@ -41,9 +41,20 @@ JOB_FIELDS = (
     "max_runs",
     "consecutive_failures",
     "runs_done",
-    "allowed_during_maintenance",
     "notify",
+    "concurrency_group_id",
+    "exclusive",
+    "result_variable_id",
+    "condition_variable_id",
+    "condition_values",
+    "condition_consume",
+    "stop_on_child_failure",
+    "parent_id",
 )
+# Computed with the job (see _extras): its group's limit, whether it has
+# children (a parent, F-04), whether another job's trigger waits for its
+# runs' ends (F-33).
+JOB_EXTRAS = ("group_limit", "has_children", "has_dependents")
 RUN_FIELDS = (
     "status",
     "trigger",
@@ -53,6 +64,7 @@ RUN_FIELDS = (
     "started_at",
     "job_id",
     "attempt",
+    "cause_id",
 )
 
 
@@ -70,9 +82,22 @@ def _anchored() -> str:
     )
 
 
+def _extras() -> list[str]:
+    """JOB_EXTRAS' expressions, each an indexed lookup."""
+    q = connection.ops.quote_name
+    group_t, job_t, trig_t = (q(m._meta.db_table) for m in (ConcurrencyGroup, Job, Trigger))
+    return [
+        f"(SELECT g.{_col(ConcurrencyGroup, 'limit')} FROM {group_t} g"
+        f" WHERE g.{_col(ConcurrencyGroup, 'id')} = j.{_col(Job, 'concurrency_group')})",
+        f"EXISTS (SELECT 1 FROM {job_t} c WHERE c.{_col(Job, 'parent')} = j.{_col(Job, 'id')})",
+        f"EXISTS (SELECT 1 FROM {trig_t} d WHERE d.{_col(Trigger, 'upstream_job')}"
+        f" = j.{_col(Job, 'id')} AND d.{_col(Trigger, 'kind')} = '{TriggerKind.DEPENDENCY}')",
+    ]
+
+
 def _run_and_job_columns() -> str:
     columns = [f"r.{_col(Run, f)}" for f in RUN_FIELDS] + [f"j.{_col(Job, f)}" for f in JOB_FIELDS]
-    return ", ".join(columns)
+    return ", ".join([*columns, *_extras()])
 
 
 @cache
@@ -146,6 +171,9 @@ def _build_run(run_id: int, row: Any) -> Run:
     ]
     run_kwargs = dict(zip(RUN_FIELDS, values, strict=True))
     job = Job(pk=run_kwargs["job_id"], **dict(zip(JOB_FIELDS, job_values, strict=True)))
+    extras = row[len(RUN_FIELDS) + len(JOB_FIELDS) :][: len(JOB_EXTRAS)]
+    for name, value in zip(JOB_EXTRAS, extras, strict=True):
+        setattr(job, name, value if name == "group_limit" else bool(value))
     run = Run(pk=run_id, **run_kwargs)
     run.job = job
     return run

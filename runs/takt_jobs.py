@@ -1,14 +1,29 @@
 """The built-in jobs' targets: "Takt maintenance" (created enabled, hourly
 at minute 7 UTC, by jobs/migrations/0007_builtin_maintenance_job.py) and
-"Takt operations" (disabled, no trigger, jobs/migrations/0010)."""
+"Takt operations" (disabled, no trigger, jobs/migrations/0010); and the
+system functions an operator's jobs run (F-29): maintenance mode on and
+off, pausing and resuming the queue, and the parent's no-op target.
+
+The maintenance allow-list (allowed_during_maintenance=True): maintenance
+off (it must run to end a maintenance window), pause and resume the queue.
+Not on it: maintenance on (nothing to do while it is on), the operations
+job, and the hourly maintenance job: its cleanup deletes runs in batches
+and its checks write alerts, exactly the writes a maintenance window
+(a backup, a database upgrade) keeps out; lost runs are still recovered
+meanwhile by every beat's own check, and the job catches up once when
+maintenance ends (its missed-run policy, run_once)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.utils import timezone
+
 from jobs.registry import takt_job
 from runs import remote  # noqa: F401  (registers takt.remote_run)
 from runs.maintenance import run_maintenance
+from runs.queue import pause_queue, remove_lock_file, resume_queue, set_maintenance
 
 
 @takt_job("takt.maintenance")
@@ -16,7 +31,6 @@ def maintenance(job: Any) -> dict[str, Any]:
     """F-70..F-73: one maintenance pass (runs.maintenance). Reports its
     progress per section and cleanup batch (F-93), logs a line per section
     and its findings; fails the run when a section failed."""
-    from django.utils import timezone
 
     report = run_maintenance(
         now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})", progress=job.progress
@@ -39,3 +53,53 @@ def operation(job: Any) -> dict[str, Any]:
     from runs.operation_kinds import perform
 
     return perform(job)
+
+
+@takt_job("takt.maintenance_on")
+def maintenance_on(job: Any) -> bool:
+    """Switch maintenance mode on (F-29), with params {"note": "..."}; from
+    then on only jobs on the allow-list start. Returns whether it changed."""
+    note = str(job.params.get("note") or f"by job '{job.name}' (run #{job.run_id})")
+    changed = set_maintenance(True, note=note, now=timezone.now())
+    job.log("maintenance mode on" if changed else "maintenance mode was on already")
+    return changed
+
+
+@takt_job("takt.maintenance_off", allowed_during_maintenance=True)
+def maintenance_off(job: Any) -> bool:
+    """Switch maintenance mode off and delete TAKT_MAINTENANCE_LOCK_FILE
+    (on the machine of the worker that runs it). Allowed during
+    maintenance: it ends it. Returns whether anything changed."""
+    changed = set_maintenance(False, now=timezone.now())
+    removed = remove_lock_file()
+    job.log("maintenance mode off" if changed else "maintenance mode was off already")
+    if removed:
+        job.log(f"removed the lock file {settings.TAKT_MAINTENANCE_LOCK_FILE}")
+    return changed or removed
+
+
+@takt_job("takt.pause_queue", allowed_during_maintenance=True)
+def pause_queue_job(job: Any) -> bool:
+    """Pause the queue (F-28), with params {"note": "..."}. Returns whether
+    it changed."""
+    note = str(job.params.get("note") or "")
+    changed = pause_queue(note=note, by=f"job '{job.name}'", now=timezone.now())
+    job.log("queue paused" if changed else "the queue was paused already")
+    return changed
+
+
+@takt_job("takt.resume_queue", allowed_during_maintenance=True)
+def resume_queue_job(job: Any) -> bool:
+    """Resume the queue; due fire times are caught up once. Allowed while
+    the queue is paused, as every allow-listed function is."""
+    changed = resume_queue(now=timezone.now())
+    job.log("queue resumed" if changed else "the queue was not paused")
+    return changed
+
+
+@takt_job("takt.children")
+def children(job: Any) -> None:
+    """The target of a parent job (F-04): a parent's run runs its children,
+    not its target; this one does nothing (it is never called for a job
+    with children)."""
+    job.log("this job has no children to run")

@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import Min
 from django.utils import timezone
 
+from jobs import registry
 from jobs.models import QueueState, Trigger
 from jobs.services import resume_due_jobs
 from runs.decisions import record
@@ -39,34 +40,59 @@ def run_tick(*, now: datetime) -> float:
     _check_lost_runs(now=now)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
+        if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
+            _claim_allowed_while_paused(now=now, maintenance=maintenance)
         _resume_due_jobs(now=now)  # a pause with an end resumes by itself
         return float(settings.TAKT_POLL_SECONDS)
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
         wait = float(settings.TAKT_POLL_SECONDS)
     elif wait <= 0:
-        batch = settings.TAKT_CLAIM_BATCH
-        while True:
-            claimed = claim_due_runs(now=now, limit=batch, maintenance=maintenance)
-            publish_runs(claimed.to_publish, now=timezone.now())
-            record(claimed.decisions)
-            for job_id, name, skipped in claimed.capped:
-                catchup_capped.send(
-                    sender=None, job_id=job_id, job_name=name, skipped=skipped, now=now
-                )
-            if claimed.claimed or claimed.lost_races:
-                log.info(
-                    "dispatched %d runs (%d skipped, %d taken by another beat)",
-                    len(claimed.queued),
-                    len(claimed.skipped),
-                    claimed.lost_races,
-                )
-            if claimed.claimed + claimed.lost_races < batch:
-                break
+        _claim(now=now, maintenance=maintenance)
         wait = seconds_until_next_fire(now=timezone.now())
     sweep_unpublished(now=now)
     _resume_due_jobs(now=now)
     _resend_lost_messages(now=now)
     return wait
+
+
+def _claim(*, now: datetime, maintenance: bool, only_targets: list[str] | None = None) -> None:
+    """Claim due triggers in batches until none is left, publish their runs."""
+    batch = settings.TAKT_CLAIM_BATCH
+    while True:
+        claimed = claim_due_runs(
+            now=now, limit=batch, maintenance=maintenance, only_targets=only_targets
+        )
+        publish_runs(claimed.to_publish, now=timezone.now())
+        record(claimed.decisions)
+        for job_id, name, skipped in claimed.capped:
+            catchup_capped.send(sender=None, job_id=job_id, job_name=name, skipped=skipped, now=now)
+        if claimed.claimed or claimed.lost_races:
+            log.info(
+                "dispatched %d runs (%d skipped, %d taken by another beat)",
+                len(claimed.queued),
+                len(claimed.skipped),
+                claimed.lost_races,
+            )
+        if claimed.claimed + claimed.lost_races < batch:
+            return
+
+
+_allowed_at = float("-inf")
+ALLOWED_EVERY_S = 5.0
+
+
+def _claim_allowed_while_paused(*, now: datetime, maintenance: bool) -> None:
+    """While the queue is paused, the jobs on the maintenance allow-list
+    still start (F-29: "resume the queue" must be able to), every
+    ALLOWED_EVERY_S: the other due triggers stay due, and looking through
+    them each poll would cost a scan of every due one."""
+    global _allowed_at
+
+    allowed = registry.allowed_names()
+    if not allowed or time.monotonic() - _allowed_at < ALLOWED_EVERY_S:
+        return
+    _allowed_at = time.monotonic()
+    _claim(now=now, maintenance=maintenance, only_targets=allowed)
 
 
 _resumed_at = float("-inf")

@@ -194,6 +194,9 @@ TAKT_DB_OUTAGE_MAX_SECONDS = env_int("TAKT_DB_OUTAGE_MAX_SECONDS", 300, minimum=
 TAKT_OUTPUT_LIMIT_BYTES = env_int(
     "TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024
 )
+# F-34: at most this many runs at once across the cluster (unset: no limit).
+# Set the same value in every worker's environment.
+TAKT_MAX_CONCURRENCY = env_int("TAKT_MAX_CONCURRENCY", 0, minimum=1, maximum=100_000) or None
 TAKT_CLAIM_BATCH = env_int("TAKT_CLAIM_BATCH", 500, minimum=1, maximum=100000)
 TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
 TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")

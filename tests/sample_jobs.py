@@ -21,6 +21,13 @@ def echo(job: Any) -> dict[str, Any]:
     return {"echo": job.params}
 
 
+@takt_job("tests.log_off", allowed_during_maintenance=True)
+def log_off(job: Any) -> str:
+    """An operator's own log-off hook: on the maintenance allow-list (F-29)."""
+    job.log("logging everybody off")
+    return "logged off"
+
+
 @takt_job("tests.count")
 def count(job: Any) -> int:
     """Counts its executions in Redis under params['key'] (to catch doubles)."""

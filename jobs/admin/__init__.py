@@ -5,10 +5,17 @@ Django's admin autodiscovery imports this package; each module imported
 here registers its ModelAdmin or adds its pages:
 
 * job.py (the job list and editor, with triggers.py, job_list.py and
-  panels.py), calendars.py, queue.py, tokens.py;
+  panels.py), calendars.py, coordination.py (groups, result variables),
+  queue.py, tokens.py;
 * imports.py and timeline.py add their pages through the job admin's URLs;
   timeline_data.py and display.py are what those pages draw and how times
   and statuses are shown.
 """
 
-from jobs.admin import calendars, job, queue, tokens  # noqa: F401  (each registers its admin)
+from jobs.admin import (  # noqa: F401  (each registers its admin)
+    calendars,
+    coordination,
+    job,
+    queue,
+    tokens,
+)

@@ -64,7 +64,7 @@ UNKNOWN_DURATION = "unknown"
 def run_duration_text(status: str, seconds: float | timedelta | None, *, empty: str = EMPTY) -> str:
     """A run's duration as duration_text says it, but "unknown" for a `lost`
     run: its worker died at some moment between its last lock renewal and
-    the detection, so no duration is recorded (runs.services.finish_run)."""
+    the detection, so no duration is recorded (runs.ending.finish_run)."""
     if status == "lost":
         return UNKNOWN_DURATION
     return duration_text(seconds, empty=empty)

@@ -37,7 +37,9 @@ from jobs.admin.display import (
 )
 from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from jobs.admin.job_list import JobChangeList, with_page_relations
+from jobs.admin.coordination import JobForm, children_tree_html, group_html
 from jobs.admin.panels import (
+    coordination_summary,
     dispatch_summary,
     explanation_view,
     limit_text,
@@ -53,6 +55,7 @@ from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
 from jobs.models import Job
+from jobs.specs import allowed_in_maintenance
 from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
@@ -73,6 +76,7 @@ class BackfillForm(forms.Form):
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
+    form = JobForm
     inlines = [TriggerInline]
     list_display = (
         "name", "enabled", "schedule", "next_run", "last_run", "heartbeat_state", "group",
@@ -94,7 +98,10 @@ class JobAdmin(admin.ModelAdmin):
         "paused_at",
         "consecutive_failures",
         "run_limit",
+        "children_tree",
+        "maintenance_allowed",
     )
+    autocomplete_fields = ("parent",)
     change_form_template = "admin/jobs/job/change_form.html"
 
     class Media:
@@ -125,7 +132,7 @@ class JobAdmin(admin.ModelAdmin):
                     "classes": collapsed,
                     "fields": (
                         ("priority", "queue"),
-                        ("api_trigger_permission", "allowed_during_maintenance"),
+                        "api_trigger_permission",
                         ("timeout_s", "timeout_action"),
                         ("overlap_policy", "max_instances", "max_buffered"),
                         (
@@ -134,6 +141,20 @@ class JobAdmin(admin.ModelAdmin):
                             "catchup_max_runs",
                             "catchup_window_s",
                         ),
+                    ),
+                },
+            ),
+            (
+                titled("Coordination", coordination_summary(job)),
+                {
+                    "classes": collapsed,
+                    "fields": (
+                        ("concurrency_group", "exclusive"),
+                        ("condition_variable", "condition_values", "condition_consume"),
+                        "result_variable",
+                        ("parent", "child_order", "stop_on_child_failure"),
+                        "children_tree",
+                        "maintenance_allowed",
                     ),
                 },
             ),
@@ -229,8 +250,29 @@ class JobAdmin(admin.ModelAdmin):
         return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
 
     @admin.display(description="Group")
-    def group(self, obj: Job) -> str:
-        return obj.concurrency_group or EMPTY
+    def group(self, obj: Job) -> Any:
+        """F-31: the group's name with its colour; exclusive jobs say so."""
+        if obj.exclusive:
+            return format_html('<span class="takt-group takt-group-exclusive">exclusive</span>')
+        group = obj.concurrency_group
+        if group is None:
+            return EMPTY
+        return group_html(group)
+
+    @admin.display(description="Children")
+    def children_tree(self, obj: Job) -> Any:
+        """F-04: the job's children in their order, with theirs below them."""
+        return children_tree_html(obj) if obj.pk else EMPTY
+
+    @admin.display(description="Allowed during maintenance")
+    def maintenance_allowed(self, obj: Job) -> str:
+        """F-29: decided by the target's code, not here."""
+        if allowed_in_maintenance(obj):
+            return f"yes: {obj.target} is on the maintenance allow-list"
+        return (
+            "no: only functions registered with allowed_during_maintenance=True start"
+            " during maintenance"
+        )
 
     @admin.display(description="Run limit")
     def run_limit(self, obj: Job) -> str:

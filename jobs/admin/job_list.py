@@ -23,7 +23,7 @@ from runs.models import Run
 
 def with_page_relations(queryset: QuerySet[Job]) -> QuerySet[Job]:
     """The relations a listed job shows, loaded for the page only."""
-    return queryset.prefetch_related(
+    return queryset.select_related("concurrency_group").prefetch_related(
         Prefetch("triggers", queryset=Trigger.objects.prefetch_related("exclude_calendars")),
         "heartbeat",
     )

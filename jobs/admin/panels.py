@@ -17,7 +17,7 @@ from jobs.admin.display import (
     times_in_text,
 )
 from jobs.models import Job
-from jobs.specs import notify_events
+from jobs.specs import allowed_in_maintenance, notify_events
 from runs.models import Run
 
 HISTORY_ROWS = 25
@@ -70,6 +70,31 @@ def operations_summary(job: Job) -> str:
     if job.code_managed:
         parts.append("declared in code")
     return " · ".join(parts) or "no deadline · no notifications"
+
+
+def coordination_summary(job: Job) -> str:
+    """The heading of the editor's Coordination section (F-04, F-31..F-33)."""
+    parts = []
+    if job.exclusive:
+        parts.append("exclusive")
+    elif job.concurrency_group_id is not None:
+        group = job.concurrency_group
+        parts.append(f"group {group.name} (limit {group.limit})")
+    if job.condition_variable_id is not None:
+        values = " or ".join(str(v) for v in job.condition_values or [])
+        consume = ", consumed" if job.condition_consume else ""
+        parts.append(f"starts when {job.condition_variable.name} is {values}{consume}")
+    if job.result_variable_id is not None:
+        parts.append(f"writes {job.result_variable.name}")
+    if job.parent_id is not None:
+        parts.append(f"child of {job.parent.name} (#{job.parent_id})")
+    if job.pk is not None:
+        n = job.children.count()
+        if n:
+            parts.append(f"parent of {n} {'child' if n == 1 else 'children'}")
+    if allowed_in_maintenance(job):
+        parts.append("allowed during maintenance")
+    return " · ".join(parts) or "no group · no condition · no parent"
 
 
 def titled(title: str, summary: str) -> str:

@@ -109,6 +109,7 @@ class TriggerInline(admin.StackedInline):
     chosen kind (and, for calendar presets, of the chosen rule)."""
 
     model = Trigger
+    fk_name = "job"
     form = TriggerForm
     extra = 0
     fieldsets = (

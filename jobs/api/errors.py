@@ -4,7 +4,8 @@ A refused request gets `{"<field>": ["message", …]}` (nested for triggers, by
 index: `{"triggers": {"1": {"cron_expression": ["…"]}}}`), or `{"detail": "…"}`
 when no field is at fault. Takt's own exceptions map to statuses here, so
 that views only raise: InvalidInput → 400 on its field, JobNotFound → 404,
-QueuePaused and MaintenanceMode → 409, a Django ValidationError → 400.
+QueuePaused, MaintenanceMode and ConditionNotMet → 409, ChildJob → 400 on
+`job`, a Django ValidationError → 400.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from jobs.definitions import django_errors
-from jobs.errors import InvalidInput, JobNotFound, MaintenanceMode, QueuePaused
+from jobs.errors import (
+    ChildJob,
+    ConditionNotMet,
+    InvalidInput,
+    JobNotFound,
+    MaintenanceMode,
+    QueuePaused,
+)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -29,6 +37,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"queue": [str(exc)]}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, MaintenanceMode):
         return Response({"maintenance": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, ConditionNotMet):
+        return Response({"condition": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, ChildJob):
+        return Response({"job": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         return Response(django_errors(exc), status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)

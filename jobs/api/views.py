@@ -223,6 +223,11 @@ class QueueStatusSerializer(serializers.Serializer):
         help_text="Maintenance mode is on because TAKT_MAINTENANCE_LOCK_FILE exists."
     )
     max_concurrency = serializers.IntegerField(
+        allow_null=True,
+        help_text="The global limit TAKT_MAX_CONCURRENCY: at most this many runs at once"
+        " across the cluster (F-34); null: no limit.",
+    )
+    pool_size = serializers.IntegerField(
         help_text="Runs the live workers can execute at once (their pool sizes added up)."
     )
     active_count = serializers.IntegerField(help_text="Runs running now.")

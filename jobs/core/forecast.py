@@ -58,7 +58,14 @@ from jobs.core.local_hours import (
     walk,
 )
 from jobs.core.presets import CalendarSpec, calendar_cron
-from jobs.core.triggers import CronSpec, IntervalAnchor, IntervalSpec, OnceSpec, TriggerSpec
+from jobs.core.triggers import (
+    AfterSpec,
+    CronSpec,
+    IntervalAnchor,
+    IntervalSpec,
+    OnceSpec,
+    TriggerSpec,
+)
 
 __all__ = ["Busy", "Forecast", "LoadTrigger", "compute_forecast"]
 
@@ -308,6 +315,8 @@ class _Plans:
 def _count(plans: _Plans, load: LoadTrigger) -> dict[int, int]:
     """The trigger's fire times per display cell (only cells it fires in)."""
     spec = load.spec
+    if isinstance(spec, AfterSpec):
+        return {}  # fires on another job's end: no fire times to count
     if isinstance(spec, OnceSpec):
         cell = plans.cell_at(to_us(spec.at)) if load.next_at is not None else None
         return {} if cell is None else {cell: 1}

@@ -54,7 +54,9 @@ from jobs.core.presets import (
 )
 
 __all__ = [
+    "DEPENDENCY_STATUSES",
     "MAX_GAP",
+    "AfterSpec",
     "CalendarRule",
     "CalendarSpec",
     "Constraints",
@@ -114,7 +116,21 @@ class OnceSpec:
     at: datetime  # aware
 
 
-TriggerSpec = CronSpec | IntervalSpec | OnceSpec | CalendarSpec
+# The ends of a run a dependency may wait for (F-33): every end of a run
+# that ran (a skipped one did not).
+DEPENDENCY_STATUSES = ("succeeded", "failed", "timed_out", "lost", "cancelled")
+
+
+@dataclass(frozen=True)
+class AfterSpec:
+    """A dependency (F-33): fires when a run of another job ends with one of
+    `statuses`, never by the clock (it has no fire times)."""
+
+    upstream: str  # that job in words, e.g. "'Import' (#3)"
+    statuses: tuple[str, ...] = ("succeeded",)
+
+
+TriggerSpec = CronSpec | IntervalSpec | OnceSpec | CalendarSpec | AfterSpec
 
 # --- validation -------------------------------------------------------------
 
@@ -216,10 +232,29 @@ def validate_spec(spec: TriggerSpec, *, now: datetime) -> TriggerSpec:
         if spec.at <= now:
             raise TriggerError("run_at", f"{_format(spec.at)} is in the past")
         return spec
+    elif isinstance(spec, AfterSpec):
+        return AfterSpec(spec.upstream, check_dependency_statuses(spec.statuses))
     else:
         assert_never(spec)
     _check_fires(valid, now)
     return valid
+
+
+def check_dependency_statuses(statuses: object) -> tuple[str, ...]:
+    """The statuses of a dependency in their canonical order, each once.
+    Raises TriggerError("upstream_statuses") for none, or one that is not
+    an end of a run that ran (DEPENDENCY_STATUSES)."""
+    if not isinstance(statuses, list | tuple) or not statuses:
+        raise TriggerError(
+            "upstream_statuses", f"choose at least one of {', '.join(DEPENDENCY_STATUSES)}"
+        )
+    for status in statuses:
+        if status not in DEPENDENCY_STATUSES:
+            raise TriggerError(
+                "upstream_statuses",
+                f"{status!r} is not how a run ends: use {', '.join(DEPENDENCY_STATUSES)}",
+            )
+    return tuple(s for s in DEPENDENCY_STATUSES if s in statuses)
 
 
 # --- fire times -------------------------------------------------------------
@@ -285,6 +320,8 @@ def iter_fire_times(spec: TriggerSpec, *, after: datetime) -> Iterator[datetime]
     elif isinstance(spec, OnceSpec):
         if spec.at > after:
             yield spec.at.astimezone(UTC)
+    elif isinstance(spec, AfterSpec):
+        return  # fires on another job's end, never by the clock
     else:
         assert_never(spec)
 
@@ -339,6 +376,8 @@ def compute_latest_fire(spec: TriggerSpec, *, at_or_before: datetime) -> datetim
         return (start + (at_or_before - start) // spec.every * spec.every).astimezone(UTC)
     if isinstance(spec, OnceSpec):
         return spec.at.astimezone(UTC) if spec.at <= at_or_before else None
+    if isinstance(spec, AfterSpec):
+        return None
     assert_never(spec)
 
 
@@ -350,6 +389,8 @@ def compute_fire_times(spec: TriggerSpec, *, after: datetime, count: int) -> lis
     if not 1 <= count <= MAX_PREVIEW:
         raise TriggerError("count", f"must be between 1 and {MAX_PREVIEW}, got {count}")
     zone: tzinfo
+    if isinstance(spec, AfterSpec):
+        return []
     if isinstance(spec, OnceSpec):
         zone = spec.at.tzinfo or UTC
     else:
@@ -414,4 +455,11 @@ def describe(spec: TriggerSpec) -> str:
         return f"{words}{_zone_and_constraints(spec.timezone, spec.constraints)}"
     if isinstance(spec, OnceSpec):
         return f"once at {_format(spec.at)}"
+    if isinstance(spec, AfterSpec):
+        return f"after job {spec.upstream} ends {_or_words(spec.statuses)}"
     assert_never(spec)
+
+
+def _or_words(statuses: tuple[str, ...]) -> str:
+    words = [s.replace("_", " ") for s in statuses] or ["succeeded"]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"

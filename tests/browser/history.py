@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from heartbeats.processes import beat_detail, concurrency_detail, report_process
 from jobs.models import Job
+from runs.ending import finish_run
 from runs.models import Run, RunStatus, RunTrigger
-from runs.services import create_run, finish_run, save_output, start_run
+from runs.services import create_run, save_output, start_run
 
 WORKER = "celery@host-a"
 

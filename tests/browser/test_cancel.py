@@ -17,8 +17,8 @@ from playwright.sync_api import Page, expect
 from heartbeats.processes import report_process
 from jobs.models import Job, Trigger
 from jobs.services import set_jobs_enabled
+from runs.ending import finish_run
 from runs.models import ACTIVE_STATUSES, Run, RunStatus
-from runs.services import finish_run
 from tests.browser.history import past_run
 from tests.browser.pages import (
     Shot,

@@ -107,7 +107,13 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         "non_retryable_exceptions", "pause_note", "api_trigger_permission",
     ):  # fmt: skip
         data[name] = getattr(job, name)
-    for flag in ("enabled", "allowed_during_maintenance", "retry_on_timeout"):
+    data["child_order"] = job.child_order
+    data["condition_values"] = ", ".join(str(v) for v in job.condition_values)
+    for relation in ("concurrency_group", "condition_variable", "result_variable", "parent"):
+        data[relation] = getattr(job, f"{relation}_id") or ""
+    for flag in (
+        "enabled", "retry_on_timeout", "exclusive", "condition_consume", "stop_on_child_failure",
+    ):  # fmt: skip
         if getattr(job, flag):
             data[flag] = "on"
     return data

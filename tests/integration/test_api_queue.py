@@ -54,7 +54,8 @@ def test_an_empty_installation(token, redis_client):
         "maintenance": False,
         "maintenance_note": "",
         "maintenance_lock_file": False,
-        "max_concurrency": 0,
+        "max_concurrency": None,
+        "pool_size": 0,
         "active_count": 0,
         "queued_count": 0,
         "beats": [],
@@ -91,7 +92,13 @@ def test_the_counts_the_next_fire_time_and_the_live_workers(token, redis_client)
     status = status_of(token)
     assert parse_datetime(status["next_scheduled"]) == utc(2026, 11, 30, 9, 0)
     assert (status["active_count"], status["queued_count"]) == (2, 4)
-    assert status["max_concurrency"] == 12
+    assert status["pool_size"] == 12
+    assert status["max_concurrency"] is None  # TAKT_MAX_CONCURRENCY unset: no limit
+
+
+def test_max_concurrency_is_the_global_limit(token, redis_client, settings):
+    settings.TAKT_MAX_CONCURRENCY = 4
+    assert status_of(token)["max_concurrency"] == 4
 
 
 def test_scheduler_enabled_is_what_the_live_beats_report(token, redis_client):

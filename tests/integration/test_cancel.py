@@ -16,10 +16,11 @@ from jobs.errors import InvalidInput
 from jobs.models import Job, Trigger
 from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from runs.decisions import query
+from runs.ending import finish_run
 from runs.execution import execute
 from runs.locks import cancel_key, job_lock, job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
-from runs.services import create_run, enqueue_job, finish_run, start_run
+from runs.services import create_run, enqueue_job, start_run
 from tests.integration.conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
 from tests.processes import free_port
 

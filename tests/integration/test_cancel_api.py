@@ -15,9 +15,10 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from jobs.models import Job
+from runs.ending import finish_run
 from runs.locks import job_lock
 from runs.models import Run, RunStatus, RunTrigger
-from runs.services import create_run, finish_run, start_run
+from runs.services import create_run, start_run
 from tests.integration.api_helpers import SessionClient, TokenClient, make_token, user_with
 from tests.integration.conftest import SECOND, make_job, utc
 from tests.processes import ROOT, free_port

@@ -1,4 +1,4 @@
-"""The worker's side of a cancel (runs/locks.py, runs/stopping.py) against
+"""The worker's side of a cancel (runs/slots.py, runs/locks.py, runs/stopping.py) against
 the private Redis: the cancel marker that a run's keeper and its lock
 attempt find, and the gate that lets a stop signal raise only inside a
 job's callable. (The kill after the grace period needs a pool child:
@@ -16,9 +16,10 @@ from billiard.pool import soft_timeout_sighandler
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runs.cancel import cancel_run
-from runs.locks import CANCELLED_RUN, LockKeeper, acquire_slot, job_lock
+from runs.locks import LockKeeper, job_lock
 from runs.models import Run, RunTrigger
 from runs.services import create_run, start_run
+from runs.slots import CANCELLED_RUN, acquire_start
 from runs.stopping import CancelWatch, StopGate
 from tests.integration.conftest import make_job, utc
 
@@ -43,12 +44,12 @@ def test_a_run_cancelled_before_it_takes_its_lock_does_not_take_it(started_run, 
     """The cancel came between the worker's start and its lock attempt."""
     cancel_run(started_run.pk, by="alice", now=T0)
 
-    lock, acquired = acquire_slot(started_run.job_id, run_id=started_run.pk)
+    lock, acquired = acquire_start(started_run.job_id, run_id=started_run.pk)
 
     assert acquired == CANCELLED_RUN
     assert lock.holder() is None
     other = create_run(started_run.job, trigger=RunTrigger.MANUAL, now=T0)
-    assert acquire_slot(started_run.job_id, run_id=other.pk)[1] is True  # others may
+    assert acquire_start(started_run.job_id, run_id=other.pk)[1] is True  # others may
 
 
 def test_the_keeper_of_a_cancelled_run_stops_renewing_and_calls_on_cancel(

@@ -8,10 +8,11 @@ import pytest
 from heartbeats.models import Heartbeat
 from jobs.models import Job
 from runs.dispatch import claim_due_runs
+from runs.ending import finish_run
 from runs.execution import execute
 from runs.locks import job_lock, job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
-from runs.services import create_run, finish_run, start_run
+from runs.services import create_run, start_run
 from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db

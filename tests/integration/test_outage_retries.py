@@ -8,9 +8,10 @@ import logging
 
 import pytest
 
+from runs.ending import finish_run
 from runs.execution import Outcome, _ended_elsewhere, execute
 from runs.models import Run, RunStatus, RunTrigger
-from runs.services import create_run, finish_run, start_run
+from runs.services import create_run, start_run
 from tests.integration.conftest import SECOND, clock, make_job, utc
 
 pytestmark = pytest.mark.django_db

@@ -324,7 +324,7 @@ def test_maintenance_mode_refuses_every_start_of_jobs_not_allowed(redis_client):
     from runs.tick import run_tick
 
     plain = make_job("report")
-    allowed = make_job("cleanup", allowed_during_maintenance=True)
+    allowed = make_job("cleanup", target="tests.log_off")  # on the allow-list
     sent_before = enqueue_job(plain, trigger="manual", now=T0)
     trigger = make_trigger(plain, created_at=T0, kind="interval", interval_seconds=60)
     assert set_maintenance(True, note="db upgrade", now=T0)
@@ -364,7 +364,7 @@ def test_every_decision_is_recorded_and_queryable_by_job(redis_client):
     enqueue_job(other, trigger="manual", now=T0)
 
     kinds = [entry["kind"] for entry in query(job_id=job.pk)]
-    assert kinds == ["double_start_prevented", "end", "skipped", "due"]
+    assert kinds == ["double_start_prevented", "end", "start", "skipped", "due"]
     call_command("decision_log", "--job", str(job.pk), "--limit", "2")
 
 
