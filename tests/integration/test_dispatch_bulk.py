@@ -3,11 +3,10 @@ work (with the same outcome) when something does."""
 
 from __future__ import annotations
 
-from django.db import connection
-
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 
 from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus, RunTrigger
