@@ -28,6 +28,21 @@ def log_off(job: Any) -> str:
     return "logged off"
 
 
+@takt_job("tests.result_code")
+def result_code(job: Any) -> int:
+    """Ends with the result code in params['code'] (F-32), and logs the value
+    its own result variable holds while it runs (params['variable'])."""
+    from jobs.models import ResultVariable
+
+    name = job.params.get("variable")
+    if name:
+        value = ResultVariable.objects.get(name=name).value
+        job.log(f"{name} is {value} while it runs")
+    code = int(job.params.get("code", 0))
+    job.set_result_code(code)
+    return code
+
+
 @takt_job("tests.count")
 def count(job: Any) -> int:
     """Counts its executions in Redis under params['key'] (to catch doubles)."""
