@@ -167,7 +167,8 @@ def test_two_dependants_consuming_one_result_start_exactly_once(redis_client):
         assert start_run(run, worker="w", now=T0)
         runs.append(run)
 
-    outcomes = race(2, lambda it=iter(runs): take_condition(next(it), now=T0))
+    pending = iter(runs)
+    outcomes = race(2, lambda: take_condition(next(pending), now=T0))
 
     assert sorted(o is None for o in outcomes) == [False, True]  # one started
     loser = next(o for o in outcomes if o is not None)
