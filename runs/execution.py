@@ -6,15 +6,21 @@
    one statement that also loads the run, where the job has no triggers
    anchored on its runs). A second delivery of the same message loses here
    and does nothing at all.
-2. Takes the job's Redis lock. If another run holds it, the run ends
-   `skipped` (overlap policy `skip`).
-3. Starts a keeper thread that renews the lock, and the autosave of the
-   output and progress so far (runs.autosave).
+2. Takes what it needs to start (runs/starting.py): the queue switches,
+   the job's Redis lock and the slots of its group, the exclusive slot and
+   the global limit in one round trip, then its condition on a result
+   variable. What is missing puts it back to wait (held), or ends it
+   `skipped` (the overlap policy, maintenance, an unmet condition). A
+   parent job's run starts its first child here instead (runs/children.py).
+3. Starts a keeper thread that renews the lock and the slots, and the
+   autosave of the output and progress so far (runs.autosave).
 4. Calls the job's target with its context. `job.fail()` and exceptions end
    it `failed`; Celery's soft time limit (the job's timeout) ends it
-   `timed_out`.
-5. Records the end by compare-and-set, then releases the lock by token, so
-   the next run cannot start before this one is recorded as finished.
+   `timed_out`. Its result code (F-32) comes with it.
+5. Records the end by compare-and-set (runs/ending.py: with its retry, its
+   variable, the runs its end starts), then releases the lock and slots by
+   token, so the next run cannot start before this one is recorded as
+   finished; the runs that waited for a slot it held are sent.
 
 While the database is down, steps 1 and 5 wait for it (runs/outage.py):
 the claim up to TAKT_DB_OUTAGE_MAX_SECONDS, the end until it is back, with
