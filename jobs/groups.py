@@ -6,6 +6,9 @@ starts only while no grouped job runs, and blocks every group while it runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
@@ -45,3 +48,16 @@ class ConcurrencyGroup(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """The name is unique whatever its case: refused on `name` (the
+        database constraint backs this up)."""
+        self.name = (self.name or "").strip()
+        same = type(self).objects.filter(name__iexact=self.name).exclude(pk=self.pk)
+        if self.name and same.exists():
+            raise ValidationError(
+                {"name": f"a concurrency group named {same.first()} exists already"}
+            )
+
+    def validate_constraints(self, exclude: Any = None) -> None:
+        super().validate_constraints(exclude={*(exclude or ()), "name"})  # clean() says it

@@ -9,6 +9,9 @@ Takt's own negative codes say what went wrong (`ResultCode`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 
@@ -56,3 +59,16 @@ class ResultVariable(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """The name is unique whatever its case: refused on `name` (the
+        database constraint backs this up)."""
+        self.name = (self.name or "").strip()
+        same = type(self).objects.filter(name__iexact=self.name).exclude(pk=self.pk)
+        if self.name and same.exists():
+            raise ValidationError(
+                {"name": f"a result variable named {same.first()} exists already"}
+            )
+
+    def validate_constraints(self, exclude: Any = None) -> None:
+        super().validate_constraints(exclude={*(exclude or ()), "name"})  # clean() says it

@@ -24,6 +24,7 @@ from jobs.errors import (
 from jobs.models import Job, Trigger
 from jobs.services import on_run_started
 from jobs.specs import allowed_in_maintenance
+from runs import decisions
 from runs.core.admission import Admission, Decision
 from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.models import Run, RunStatus, RunTrigger
@@ -75,6 +76,8 @@ def create_run(
         allowed = allowed_in_maintenance(job)
         if (maintenance or lock_file_present()) and not allowed:
             if refuse:
+                detail = f"maintenance mode: a {trigger} request"
+                decisions.record([decisions.Decision("refused", job.pk, detail=detail, at=now)])
                 raise MaintenanceMode(
                     f"maintenance mode is on: job #{job.pk} is not allowed to start during"
                     " maintenance (manage.py maintenance_mode off ends it)"

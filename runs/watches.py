@@ -8,10 +8,13 @@ import logging
 import time
 from typing import Any
 
+from django.utils import timezone
+
 from jobs.specs import long_run_seconds
 from runs.context import JobContext
 from runs.models import Run
 from runs.signals import run_running_long
+from runs.variables import TIMED_OUT_RUNNING, write_result
 
 log = logging.getLogger("takt.execution")
 
@@ -61,6 +64,8 @@ class TimeoutWatch:
             " the job stays locked until it ends"
         )
         self.ctx.log(f"warning: {self.warning}")
+        # F-32: "timed out, still running" until its real end writes its code.
+        write_result(self.run, TIMED_OUT_RUNNING, now=timezone.now())
         log.warning(
             "run %s %s",
             self.run.pk,

@@ -5,6 +5,9 @@ dependants consuming one result start once. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -203,5 +206,37 @@ def test_a_bad_condition_is_refused_naming_the_field(variable, fields, field):
 
 def test_a_variable_name_that_clashes_is_refused_whatever_the_case(variable):
     with pytest.raises(ValidationError) as caught:
-        ResultVariable(name="import DONE").full_clean()
-    assert "a result variable with this name exists already" in str(caught.value)
+        ResultVariable(name="import DONE ").full_clean()
+    assert caught.value.message_dict == {
+        "name": ["a result variable named Import done exists already"]
+    }
+
+
+def test_a_run_past_its_timeout_that_goes_on_says_so_in_its_variable(
+    variable, redis_client, settings
+):
+    """-1003 "timed out, still running" while it runs on (timeout action
+    `continue`), its own code once it really ends."""
+    settings.TAKT_LOCK_TTL_SECONDS = 3  # the keeper's watch looks every second
+    job = make_job(
+        "slow",
+        target="tests.sleep",
+        params={"seconds": 2.5},
+        timeout_s=1,
+        timeout_action="continue",
+        result_variable=variable,
+    )
+    run = enqueue_job(job, trigger="manual", now=T0)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(execute(run.pk, worker="w")))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 5
+        while ResultVariable.objects.get(pk=variable.pk).value != -1003:
+            assert time.monotonic() < deadline, "never -1003"
+            time.sleep(0.05)
+    finally:
+        worker.join(timeout=10)
+    assert seen == [RunStatus.SUCCEEDED]
+    variable.refresh_from_db()
+    assert variable.value == 0
