@@ -1,6 +1,7 @@
-"""Holiday calendars (F-105): the days a HolidayCalendar names, for triggers
-to skip. Persistence-side helpers (they read a model instance and raise
-ValidationError naming its field); the trigger side is in jobs.specs and jobs.services.
+"""Holiday calendars (F-105): the HolidayCalendar model and the days it
+names, for triggers to skip (helpers that read a calendar and raise
+ValidationError naming its field); the trigger side is in jobs.specs and
+jobs.services.
 
 A calendar's days are the public holidays of its country (and subdivision)
 from the `holidays` package, plus its extra dates. They are computed for a
@@ -15,13 +16,10 @@ from collections.abc import Mapping
 from datetime import date
 from functools import lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import holidays
 from django.core.exceptions import ValidationError
-
-if TYPE_CHECKING:
-    from jobs.models import HolidayCalendar
+from django.db import models
 
 
 def parse_extra_dates(text: str) -> dict[date, str]:
@@ -112,3 +110,34 @@ def upcoming_days(calendar: HolidayCalendar, *, today: date, count: int) -> list
     looking up to 5 years ahead; for the admin's preview."""
     days = calendar_days(calendar, range(today.year, today.year + 6))
     return sorted((d, n) for d, n in days.items() if d >= today)[:count]
+
+
+class HolidayCalendar(models.Model):
+    """Named days that triggers can skip (F-105): the public holidays of a
+    country (and subdivision) from the `holidays` package, plus extra dates.
+    Its days are computed by jobs.calendars.calendar_days."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    country = models.CharField(
+        max_length=8,
+        blank=True,
+        help_text="ISO 3166 code whose public holidays count, e.g. DE. Empty: extra dates only.",
+    )
+    subdivision = models.CharField(
+        max_length=16, blank=True, help_text="State or province code, e.g. BY (Bavaria)."
+    )
+    extra_dates = models.TextField(
+        blank=True,
+        help_text="One date per line (YYYY-MM-DD), optionally followed by a name: 2025-12-24 Christmas Eve.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        validate_calendar(self)

@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone as dj_timezone
 
-from jobs.calendars import validate_calendar
+from jobs.calendars import HolidayCalendar
 from jobs.core.presets import MONTH_NAMES
 from jobs.policies import (
     ALL_WEEKDAYS,
@@ -410,63 +410,6 @@ class Trigger(models.Model):
         }
 
 
-class QueueState(models.Model):
-    """The cluster-wide queue switch (F-28): one row (pk 1), made on first
-    use. While paused, no run is enqueued (scheduled ones included) and no
-    queued run starts; due times stay due and are caught up once on resume;
-    running runs go on. See runs.queue."""
-
-    paused = models.BooleanField(default=False)
-    pause_note = models.TextField(blank=True)
-    paused_by = models.CharField(max_length=150, blank=True)
-    paused_at = models.DateTimeField(null=True, blank=True)
-    paused_until = models.DateTimeField(
-        null=True, blank=True, help_text="Resume by itself at this time. Empty: until resumed."
-    )
-    resumed_at = models.DateTimeField(null=True, blank=True)
-    # F-29: only jobs allowed during maintenance start; see runs.queue.
-    maintenance = models.BooleanField(default=False)
-    maintenance_note = models.TextField(blank=True)
-
-    class Meta:
-        verbose_name = "queue"
-        verbose_name_plural = "queue"
-
-    def __str__(self) -> str:
-        return "paused" if self.paused else "running"
-
-
-class HolidayCalendar(models.Model):
-    """Named days that triggers can skip (F-105): the public holidays of a
-    country (and subdivision) from the `holidays` package, plus extra dates.
-    Its days are computed by jobs.calendars.calendar_days."""
-
-    name = models.CharField(max_length=100, unique=True)
-    description = models.TextField(blank=True)
-    country = models.CharField(
-        max_length=8,
-        blank=True,
-        help_text="ISO 3166 code whose public holidays count, e.g. DE. Empty: extra dates only.",
-    )
-    subdivision = models.CharField(
-        max_length=16, blank=True, help_text="State or province code, e.g. BY (Bavaria)."
-    )
-    extra_dates = models.TextField(
-        blank=True,
-        help_text="One date per line (YYYY-MM-DD), optionally followed by a name: 2025-12-24 Christmas Eve.",
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def clean(self) -> None:
-        validate_calendar(self)
-
-
 def sync_trigger_activity(job_ids: list[int]) -> None:
     """Set the triggers' `active` flag to "trigger enabled, job enabled, job
     not paused"; call after any change of Job.enabled or Job.paused
@@ -478,6 +421,7 @@ def sync_trigger_activity(job_ids: list[int]) -> None:
 
 # Models of this app kept in modules of their own.
 from jobs.groups import ConcurrencyGroup  # noqa: E402
+from jobs.queue_state import QueueState  # noqa: E402
 from jobs.tokens import ApiToken  # noqa: E402
 from jobs.variables import ResultVariable  # noqa: E402
 
