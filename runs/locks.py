@@ -328,7 +328,10 @@ class _Renewer(threading.Thread):
                     wake = min(self._due.values(), default=now + 60)
                     self._changed.wait(timeout=max(wake - now, 0.01))
                     continue
-                close_old_connections()
+                try:
+                    close_old_connections()
+                except Exception:  # never let the renewals die with a connection
+                    log.exception("closing the renewer's old database connections failed")
                 for keeper in due:
                     delay = keeper.tick()
                     if keeper in self._due:

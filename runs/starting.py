@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from redis import RedisError
 
 from jobs.core.rules import OverlapRules
 from jobs.specs import allowed_in_maintenance
@@ -83,7 +84,7 @@ def admit_start(
         record([Decision("condition_not_met", run.job_id, run.pk, detail=unmet, at=now)])
         finish_run(run, status=RunStatus.SKIPPED, now=clock(), message=f"skipped: {unmet}")
         if lock.members:
-            release_waiting(now=now)
+            _release_waiting(now=now)
         log.info("run %s skipped: %s", run.pk, unmet, extra=_extra(run))
         return None, RunStatus.SKIPPED
     if conditioned:
@@ -116,7 +117,7 @@ def _not_admitted(run: Run, acquired: bool | str | Waiting, *, clock: Any) -> st
     hold_run(run, waiting_for=acquired.wait)
     # The slot may have freed between the script and the hold: then nobody
     # else would send this run until the next beat tick.
-    release_waiting(now=clock())
+    _release_waiting(now=clock())
     log.info("run %s waits: %s%s", run.pk, acquired.reason, holder, extra=_extra(run))
     return RunStatus.QUEUED
 
@@ -169,6 +170,13 @@ def start_parent(run: Run, lock: JobLock, *, now: datetime) -> str:
     lock.release()
     log.info("parent run %s started its children", run.pk, extra=_extra(run))
     return end[1] if end is not None else RunStatus.RUNNING
+
+
+def _release_waiting(*, now: datetime) -> None:
+    try:
+        release_waiting(now=now)
+    except RedisError:  # the next beat tick sends them
+        log.exception("could not send the runs waiting for a slot")
 
 
 def _extra(run: Run) -> dict[str, Any]:
