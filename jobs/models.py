@@ -412,9 +412,13 @@ class Trigger(models.Model):
 
 def sync_trigger_activity(job_ids: list[int]) -> None:
     """Set the triggers' `active` flag to "trigger enabled, job enabled, job
-    not paused"; call after any change of Job.enabled or Job.paused
-    (Job.save() does)."""
-    runnable = Exists(Job.objects.filter(pk=OuterRef("job_id"), enabled=True, paused=False))
+    not paused, job not a child"; call after any change of Job.enabled,
+    Job.paused or Job.parent (Job.save() does)."""
+    # A child (F-04) runs only with its parent: a trigger of its own (which
+    # validation refuses) never fires.
+    runnable = Exists(
+        Job.objects.filter(pk=OuterRef("job_id"), enabled=True, paused=False, parent=None)
+    )
     Trigger.objects.filter(job_id__in=job_ids, enabled=True).update(active=runnable)
     Trigger.objects.filter(job_id__in=job_ids, enabled=False).update(active=False)
 

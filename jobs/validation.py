@@ -260,5 +260,5 @@ def apply_schedule(trigger: Trigger, *, now: datetime) -> None:
         except core.TriggerError as exc:
             raise _invalid(exc) from None
     job = trigger.job if trigger.job_id else None
-    runnable = job is not None and job.enabled and not job.paused
+    runnable = job is not None and job.enabled and not job.paused and job.parent_id is None
     trigger.active = bool(trigger.enabled and runnable)

@@ -79,7 +79,14 @@ def finish_run(
     # A run that never started leaves its job's variable as it was (F-32).
     writes = run.job.result_variable_id is not None and started is not None
     writes = writes and result_code is not None
-    dependents = status in DEPENDENCY_STATUSES and not retried and has_dependents(run.job)
+    # Only a run that started ends in the sense of F-33 (one cancelled or
+    # expired while queued never ran).
+    dependents = (
+        started is not None
+        and status in DEPENDENCY_STATUSES
+        and not retried
+        and has_dependents(run.job)
+    )
     child = not retried and is_child_run(run)
     together = waits_for_runs(run) or retry is not None or after is not None
     with atomic_if(together or writes or dependents or child):

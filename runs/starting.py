@@ -28,11 +28,13 @@ from django.db import transaction
 from redis import RedisError
 
 from jobs.core.rules import OverlapRules
+from jobs.models import ConcurrencyGroup
 from jobs.specs import allowed_in_maintenance
 from jobs.variables import PENDING
 from runs.children import start_children
 from runs.core.admission import StartAction, compute_start_action
 from runs.core.messages import MAINTENANCE_REFUSAL
+from runs.core.start import Wait
 from runs.decisions import Decision, record
 from runs.ending import finish_run
 from runs.locks import JobLock
@@ -40,7 +42,15 @@ from runs.metrics import count_lock_wait
 from runs.models import Run, RunStatus, RunTrigger
 from runs.outage import retry_through_outage
 from runs.overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
-from runs.slots import BUSY, CANCELLED_RUN, MAINTENANCE, PAUSED, Waiting, acquire_start
+from runs.slots import (
+    BUSY,
+    CANCELLED_RUN,
+    MAINTENANCE,
+    PAUSED,
+    Waiting,
+    acquire_start,
+    global_limit,
+)
 from runs.variables import take_condition, write_result
 from runs.waiting import release_waiting, slot_needs
 
@@ -113,13 +123,25 @@ def _not_admitted(run: Run, acquired: bool | str | Waiting, *, clock: Any) -> st
     assert isinstance(acquired, Waiting)
     holder = f"; held by run #{acquired.holder}" if acquired.holder is not None else ""
     kind = "limit_reached" if acquired.wait == "limit" else "waiting_for_slot"
-    record([Decision(kind, run.job_id, run.pk, detail=f"{acquired.reason}{holder}")])
+    detail = f"{acquired.reason}{_slot_name(run, acquired)}{holder}"
+    record([Decision(kind, run.job_id, run.pk, detail=detail)])
     hold_run(run, waiting_for=acquired.wait)
     # The slot may have freed between the script and the hold: then nobody
     # else would send this run until the next beat tick.
     _release_waiting(now=clock())
     log.info("run %s waits: %s%s", run.pk, acquired.reason, holder, extra=_extra(run))
     return RunStatus.QUEUED
+
+
+def _slot_name(run: Run, waiting: Waiting) -> str:
+    """Which slot, for the decision log: " (group 'Imports', limit 1)"."""
+    if waiting.wait == Wait.LIMIT:
+        return f" (TAKT_MAX_CONCURRENCY={global_limit()})"
+    group_id = run.job.concurrency_group_id
+    if waiting.wait != Wait.GROUP or group_id is None:
+        return ""
+    group = ConcurrencyGroup.objects.filter(pk=group_id).values_list("name", "limit").first()
+    return f" (group {group[0]!r}, limit {group[1]})" if group else ""
 
 
 def _job_busy(

@@ -9,9 +9,10 @@ off (it must run to end a maintenance window), pause and resume the queue.
 Not on it: maintenance on (nothing to do while it is on), the operations
 job, and the hourly maintenance job: its cleanup deletes runs in batches
 and its checks write alerts, exactly the writes a maintenance window
-(a backup, a database upgrade) keeps out; lost runs are still recovered
-meanwhile by every beat's own check, and the job catches up once when
-maintenance ends (its missed-run policy, run_once)."""
+(a backup, a database upgrade) keeps out. Its fire times during
+maintenance are recorded as refused, and it runs again at its first hour
+after maintenance; lost runs are recovered meanwhile by every beat's own
+check, which is not a job."""
 
 from __future__ import annotations
 

@@ -50,6 +50,14 @@ def slot_needs(job: Job) -> SlotNeeds:
     )
 
 
+def _granted(run: Run) -> str:
+    if run.waiting_for == Wait.GROUP and run.job.concurrency_group_id is not None:
+        return f"a slot of group #{run.job.concurrency_group_id} is free: sent"
+    if run.waiting_for == Wait.LIMIT:
+        return "a slot under TAKT_MAX_CONCURRENCY is free: sent"
+    return "the exclusive slot is free: sent"
+
+
 def release_waiting(*, now: datetime, batch: int = RELEASE_BATCH) -> list[int]:
     """Send the held runs waiting for a slot whose slots are free now, in
     priority order (see the module docstring). Returns their ids; one query
@@ -78,10 +86,7 @@ def release_waiting(*, now: datetime, batch: int = RELEASE_BATCH) -> list[int]:
     if not sent:
         return []
     decisions = [
-        Decision(
-            "slot_granted", run.job_id, run.pk, detail=f"its {run.waiting_for} slot is free", at=now
-        )
-        for run in sent
+        Decision("slot_granted", run.job_id, run.pk, detail=_granted(run), at=now) for run in sent
     ]
     for run in sent:
         run.held, run.waiting_for = False, ""
