@@ -45,7 +45,7 @@ from jobs.policies import TriggerKind
 from jobs.specs import allowed_in_maintenance, trigger_constraints, trigger_description
 from runs.core.start import SlotNeeds
 from runs.locks import get_redis, job_lock, token_run_id
-from runs.models import FINISHED_STATUSES, Run, RunStatus
+from runs.models import ACTIVE_STATUSES, FINISHED_STATUSES, Run, RunStatus
 from runs.queue import lock_file_present
 from runs.slots import exclusive_key, group_key, grouped_key, member_run_id, running_key
 from runs.variables import job_condition
@@ -118,10 +118,15 @@ def _lock_holders(job: Job) -> tuple[int, ...]:
     return tuple(holders)
 
 
-def _active_runs(job: Job, holders: tuple[int, ...], *, now: datetime) -> tuple[RunFacts, ...]:
-    runs = Run.objects.filter(
-        job=job, status__in=(RunStatus.QUEUED, RunStatus.RUNNING), scheduled_for__lte=now
-    ).only("pk", "status", "started_at", "scheduled_for", "worker", "held", "waiting_for")[:50]
+def _active_runs(
+    job: Job, holders: tuple[int, ...], *, parent: bool, now: datetime
+) -> tuple[RunFacts, ...]:
+    runs = Run.objects.filter(job=job, status__in=ACTIVE_STATUSES, scheduled_for__lte=now).only(
+        "pk", "status", "started_at", "scheduled_for", "worker", "held", "waiting_for"
+    )[:50]
+    children = (
+        _active_children([r.pk for r in runs if r.status == RunStatus.RUNNING]) if parent else {}
+    )
     return tuple(
         RunFacts(
             run_id=run.pk,
@@ -133,9 +138,24 @@ def _active_runs(job: Job, holders: tuple[int, ...], *, now: datetime) -> tuple[
             lock_alive=run.pk in holders,
             held=run.held,
             waiting_for=run.waiting_for if run.held else "",
+            child=children.get(run.pk, ""),
         )
         for run in runs
     )
+
+
+def _active_children(parent_runs: list[int]) -> dict[int, str]:
+    """A parent's running runs (F-04): the active child run of each, in
+    words. Such a run holds no lock while its children run."""
+    if not parent_runs:
+        return {}
+    found = Run.objects.filter(cause_id__in=parent_runs, status__in=ACTIVE_STATUSES).order_by("pk")
+    return {
+        cause: f"run #{pk} of job {_job_words(job_id, name)}, {status}"
+        for pk, cause, job_id, name, status in found.values_list(
+            "pk", "cause_id", "job_id", "job__name", "status"
+        )
+    }
 
 
 def _parent_facts(job: Job, *, now: datetime) -> ParentFacts | None:
@@ -300,6 +320,7 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
     holders = _lock_holders(job)
     beats = live_processes(BEAT_PREFIX, now=now)
     lock_file = lock_file_present()
+    children = _children_facts(job)
     return JobFacts(
         name=job.name,
         enabled=job.enabled,
@@ -321,9 +342,9 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
         max_runs=job.max_runs,
         runs_done=job.runs_done,
         parent=_parent_facts(job, now=now) if job.parent_id is not None else None,
-        children=_children_facts(job),
+        children=children,
         condition=_condition_facts(job),
-        active_runs=_active_runs(job, holders, now=now),
+        active_runs=_active_runs(job, holders, parent=children is not None, now=now),
         overlap_policy=job.overlap_policy,
         max_instances=job.max_instances,
         slots=_slots_facts(job, slot_needs(job)),

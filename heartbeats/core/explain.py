@@ -114,6 +114,9 @@ class RunFacts:
     lock_alive: bool = True  # running: its worker still holds the job's lock
     held: bool = False  # queued: waiting for the running run (buffer policies), or a slot
     waiting_for: str = ""  # held for a slot: "group", "exclusive" or "limit"
+    # A parent's running run (F-04) holds no lock while its children run:
+    # its active child run, in words ("run #42 of job 'Import' (#4), queued").
+    child: str = ""
 
 
 @dataclass(frozen=True)
@@ -404,6 +407,11 @@ def _blocking(
     }.get(facts.overlap_policy, "a new run waits")
     if running:
         run = min(running, key=lambda r: r.since)
+        if run.child:
+            detail = (
+                f"run #{run.run_id} runs its children (now {run.child}); {effect}; running since"
+            )
+            return Check("active runs", False, detail, at=run.since, run_id=run.run_id)
         where = f" on {run.worker}" if run.worker else ""
         # A run takes its lock just after it starts: only a lock missing for
         # longer than its lease says the worker is gone.

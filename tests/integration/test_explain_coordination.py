@@ -19,9 +19,11 @@ from django.urls import reverse
 from heartbeats.explaining import explain_job
 from heartbeats.processes import report_process
 from jobs.models import ConcurrencyGroup, Job, ResultVariable, Trigger
+from runs.execution import execute
 from runs.locks import JobLock
 from runs.models import Run, RunStatus, RunTrigger
 from runs.queue import pause_queue, resume_queue, set_maintenance
+from runs.services import create_run
 from runs.slots import acquire_start
 from runs.variables import set_variable
 from runs.waiting import slot_needs
@@ -262,6 +264,16 @@ def test_a_child_runs_only_with_its_parent(capsys):
         f" 'Transform' (#{second.pk}), each as a run of its own (a failed child stops the ones"
         " after it); its own target is not called"
     )
+
+    parent_run = create_run(nightly, trigger=RunTrigger.MANUAL, now=NOW)
+    execute(parent_run.pk, worker="celery@here", clock=lambda: NOW)
+    child_run = Run.objects.get(cause=parent_run)
+    assert check(nightly, "active runs").text(utc_text) == (
+        f"run #{parent_run.pk} runs its children (now run #{child_run.pk} of job 'Import'"
+        f" (#{first.pk}), queued); the next fire time is recorded as skipped; running since"
+        f" {utc_text(NOW)}"
+    )
+    assert f"the parent's run #{parent_run.pk} is running now" in check(second, "parent").detail
 
     Job.objects.filter(pk=nightly.pk).update(enabled=False)
     assert verdict(second) == (

@@ -322,6 +322,25 @@ def test_a_child_runs_with_its_parent():
     assert disabled.detail == "the job is disabled: its parent's runs skip it"
 
 
+def test_a_parents_run_holds_no_lock_while_its_children_run():
+    """Its worker is not gone: the parent's run waits for its child's."""
+    parent_run = RunFacts(
+        12,
+        "running",
+        NOW - timedelta(hours=1),
+        worker="celery@w1",
+        lock_alive=False,
+        child="run #42 of job 'Import' (#4), queued",
+    )
+    facts = replace(READY, children=ChildrenFacts(("'Import' (#4)",)), active_runs=(parent_run,))
+    answer = explain(facts, now=NOW)
+    assert answer.holding_back.text(utc) == (
+        "run #12 runs its children (now run #42 of job 'Import' (#4), queued); the next fire"
+        " time is recorded as skipped; running since 07:00:00"
+    )
+    assert answer.blocking_run_id == 12
+
+
 def test_the_checks_come_in_the_order_the_scheduler_applies_them():
     names = [c.name for c in explain(CHILD, now=NOW).checks]
     assert names == [
