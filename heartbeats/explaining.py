@@ -20,7 +20,6 @@ from datetime import datetime
 
 from django.conf import settings
 
-from heartbeats.core.check import status_words
 from heartbeats.core.coordination import (
     ChildrenFacts,
     ConditionFacts,
@@ -28,14 +27,8 @@ from heartbeats.core.coordination import (
     SlotHolder,
     SlotsFacts,
 )
-from heartbeats.core.explain import (
-    BeatFacts,
-    Explanation,
-    JobFacts,
-    RunFacts,
-    TriggerFacts,
-    explain,
-)
+from heartbeats.core.explain import BeatFacts, Explanation, JobFacts, RunFacts, explain
+from heartbeats.core.triggers import TriggerFacts, starts_when
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs import registry
 from jobs.core.constraints import allows
@@ -188,9 +181,7 @@ def _parent_facts(job: Job, *, now: datetime) -> ParentFacts | None:
         paused=parent.paused,
         has_trigger=bool(triggers),
         next_run_at=min(clock, default=None),
-        starts=tuple(
-            f"when job {t.upstream} ends {status_words(t.statuses)}" for t in triggers if t.upstream
-        ),
+        starts=tuple(starts_when(t) for t in triggers if t.upstream),
         position=siblings.index(job.pk) + 1 if job.pk in siblings else 0,
         siblings=len(siblings),
         stop_on_failure=parent.stop_on_child_failure,

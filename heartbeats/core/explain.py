@@ -33,8 +33,9 @@ The checks, in the order the scheduler applies them:
 dependencies (they fire on another job's end, never by the clock, and
 ignore weekdays and windows). 11 and 13-15 are there when they apply (a
 condition, a group, exclusive, the global limit set; a parent takes no
-slot). The rules of 11 and 13-15 are the engine's (runs/core/start.py),
-written in heartbeats/core/coordination.py.
+slot). 8-10 are written in heartbeats/core/triggers.py; 7, 11 and 13-15
+in heartbeats/core/coordination.py, with the engine's rules
+(runs/core/start.py).
 
 The first check that fails is what holds the job back; a job with none
 failing says when it runs next, or what starts it. A check whose facts are
@@ -48,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from heartbeats.core.check import Check, or_words, status_words
+from heartbeats.core.check import Check
 from heartbeats.core.coordination import (
     ChildrenFacts,
     ConditionFacts,
@@ -59,6 +60,7 @@ from heartbeats.core.coordination import (
     parent_check,
     slot_checks,
 )
+from heartbeats.core.triggers import TriggerFacts, compute_trigger_checks
 
 __all__ = [
     "BeatFacts",
@@ -70,8 +72,6 @@ __all__ = [
     "explain",
 ]
 
-# A fire time this much past due (beyond two polls) without a run is overdue.
-OVERDUE_AFTER = timedelta(seconds=5)
 # A queued, published run that no worker started for this long is stuck.
 QUEUED_STUCK_AFTER = timedelta(seconds=60)
 
@@ -81,19 +81,6 @@ WAITING_WORDS = {
     "exclusive": "waiting for every group to drain (exclusive)",
     "limit": "waiting for a slot under TAKT_MAX_CONCURRENCY",
 }
-
-
-@dataclass(frozen=True)
-class TriggerFacts:
-    description: str
-    enabled: bool  # the trigger's own switch (not the job's)
-    next_run_at: datetime | None
-    allowed_now: bool  # weekdays, window and excluded days allow `now`
-    # A dependency (F-33): the upstream job in words, "'Import' (#3)"; "" for
-    # a clock trigger. It fires when a run of that job ends in `statuses`.
-    upstream: str = ""
-    statuses: tuple[str, ...] = ()
-    upstream_last: str = ""  # "its last run #40 ended failed"
 
 
 @dataclass(frozen=True)
@@ -200,7 +187,10 @@ def explain(facts: JobFacts, *, now: datetime) -> Explanation:
     else:
         if facts.children is not None:
             checks.append(children_check(facts.children))
-        soonest, starts = _triggers(facts, checks, now=now)
+        trigger_checks, soonest, starts = compute_trigger_checks(
+            facts.triggers, poll_s=facts.poll_s, now=now
+        )
+        checks += trigger_checks
     if facts.condition is not None:
         checks.append(condition_check(facts.condition))
     checks.append(_active_runs(facts, now=now))
@@ -296,60 +286,6 @@ def _pause(facts: JobFacts) -> Check:
     note = f": {facts.pause_note}" if facts.pause_note else ""
     until = "; it resumes by itself at" if facts.paused_until else ""
     return Check("job pause", False, f"paused{note}{until}", at=facts.paused_until)
-
-
-def _triggers(
-    facts: JobFacts, checks: list[Check], *, now: datetime
-) -> tuple[datetime | None, str]:
-    """Appends the trigger checks; returns the soonest fire time and what
-    else starts the job (its dependencies, when it has no clock trigger)."""
-    enabled = [t for t in facts.triggers if t.enabled]
-    clock = [t for t in enabled if not t.upstream]
-    after = [t for t in enabled if t.upstream]
-    soonest = min((t.next_run_at for t in clock if t.next_run_at), default=None)
-    if not enabled:
-        detail = "no enabled trigger (it runs only when started by hand, the API or enqueue_job)"
-        checks.append(Check("trigger", False, detail))
-        return None, ""
-    parts = [t.description for t in clock] + [_after_words(t) for t in after]
-    checks.append(Check("trigger", True, f"{len(enabled)} enabled: " + "; ".join(parts)))
-    if not clock:
-        whens = [f"when job {t.upstream} ends {status_words(t.statuses)}" for t in after]
-        return None, or_words(whens)
-    allowed = any(t.allowed_now for t in clock)
-    checks.append(
-        Check(
-            "weekday and time window",
-            allowed,
-            "now is allowed"
-            if allowed
-            else "now is outside every trigger's weekdays, time window or excluded days;"
-            " next fire time",
-            at=None if allowed else soonest,
-        )
-    )
-    checks.append(_next_fire(facts, soonest, now=now))
-    return soonest, ""
-
-
-def _after_words(trigger: TriggerFacts) -> str:
-    last = f" ({trigger.upstream_last})" if trigger.upstream_last else ""
-    return f"starts when job {trigger.upstream} ends {status_words(trigger.statuses)}{last}"
-
-
-def _next_fire(facts: JobFacts, soonest: datetime | None, *, now: datetime) -> Check:
-    if soonest is None:
-        return Check("next fire time", False, "none: no enabled trigger fires again")
-    late = now - soonest
-    if late > OVERDUE_AFTER + timedelta(seconds=2 * facts.poll_s):
-        return Check(
-            "next fire time",
-            False,
-            "overdue: due since this time but not dispatched (is a beat running and reaching"
-            " the database?)",
-            at=soonest,
-        )
-    return Check("next fire time", True, "due now" if late >= timedelta(0) else "at", at=soonest)
 
 
 def _active_runs(facts: JobFacts, *, now: datetime) -> Check:
