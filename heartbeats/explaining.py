@@ -114,11 +114,15 @@ def _lock_holders(job: Job) -> tuple[int, ...]:
 def _active_runs(
     job: Job, holders: tuple[int, ...], *, parent: bool, now: datetime
 ) -> tuple[RunFacts, ...]:
-    runs = Run.objects.filter(job=job, status__in=ACTIVE_STATUSES, scheduled_for__lte=now).only(
-        "pk", "status", "started_at", "scheduled_for", "worker", "held", "waiting_for"
-    )[:50]
+    runs = list(
+        Run.objects.filter(job=job, status__in=ACTIVE_STATUSES, scheduled_for__lte=now).only(
+            "pk", "status", "started_at", "scheduled_for", "worker", "held", "waiting_for"
+        )[:50]
+    )
     children = (
-        _active_children([r.pk for r in runs if r.status == RunStatus.RUNNING]) if parent else {}
+        _active_children(job, [r.pk for r in runs if r.status == RunStatus.RUNNING])
+        if parent
+        else {}
     )
     return tuple(
         RunFacts(
@@ -137,12 +141,14 @@ def _active_runs(
     )
 
 
-def _active_children(parent_runs: list[int]) -> dict[int, str]:
+def _active_children(job: Job, parent_runs: list[int]) -> dict[int, str]:
     """A parent's running runs (F-04): the active child run of each, in
     words. Such a run holds no lock while its children run."""
     if not parent_runs:
         return {}
-    found = Run.objects.filter(cause_id__in=parent_runs, status__in=ACTIVE_STATUSES).order_by("pk")
+    found = Run.objects.filter(
+        cause_id__in=parent_runs, job__parent_id=job.pk, status__in=ACTIVE_STATUSES
+    ).order_by("pk")
     return {
         cause: f"run #{pk} of job {_job_words(job_id, name)}, {status}"
         for pk, cause, job_id, name, status in found.values_list(

@@ -112,12 +112,8 @@ def parent_check(parent: ParentFacts) -> Check:
         )
     detail = base
     if parent.position:
-        detail += f", {ordinal(parent.position)} of its {parent.siblings} enabled children"
-    detail += (
-        " (a failed child stops the ones after it)"
-        if parent.stop_on_failure
-        else " (every child runs, whatever the ones before it did)"
-    )
+        detail += f", {ordinal(parent.position)} of its {_children(parent.siblings)}"
+    detail += f" ({_stop_words(parent.stop_on_failure)})"
     if parent.running_run is not None:
         detail += f"; the parent's run #{parent.running_run} is running now"
     if parent.last_run is not None:
@@ -140,18 +136,23 @@ def children_check(children: ChildrenFacts) -> Check:
             True,
             f"a parent with no enabled child: its run ends succeeded at once{disabled}",
         )
-    stop = (
-        "a failed child stops the ones after it"
-        if children.stop_on_failure
-        else "every child runs, whatever the ones before it did"
-    )
     return Check(
         "children",
         True,
-        f"a parent: its run runs its {len(children.enabled)} enabled children in order,"
-        f" {', '.join(children.enabled)}, each as a run of its own ({stop}){disabled};"
-        " its own target is not called",
+        f"a parent: its run runs its {_children(len(children.enabled))} in order,"
+        f" {', '.join(children.enabled)}, each as a run of its own"
+        f" ({_stop_words(children.stop_on_failure)}){disabled}; its own target is not called",
     )
+
+
+def _children(n: int) -> str:
+    return f"{n} enabled {'child' if n == 1 else 'children'}"
+
+
+def _stop_words(stop_on_failure: bool) -> str:
+    if stop_on_failure:
+        return "a failed child stops the ones after it"
+    return "every child runs, whatever the ones before it did"
 
 
 # --- the condition (F-32) --------------------------------------------------------

@@ -370,6 +370,12 @@ def test_the_checks_come_in_the_order_the_scheduler_applies_them():
             " child(ren) skipped; its own target is not called",
         ),
         (
+            ChildrenFacts(("'Import' (#4)",), stop_on_failure=False),
+            "a parent: its run runs its 1 enabled child in order, 'Import' (#4), each as a run of"
+            " its own (every child runs, whatever the ones before it did); its own target is not"
+            " called",
+        ),
+        (
             ChildrenFacts((), disabled=2, stop_on_failure=False),
             "a parent with no enabled child: its run ends succeeded at once; 2 disabled"
             " child(ren) skipped",
