@@ -1,12 +1,59 @@
 """The scheduler's decision log (F-65): every decision about a run, kept
 in a capped Redis stream and queryable by job (`manage.py decision_log`).
 
-Kinds: `due` (the beat created a run for a fire time), `skipped` (the
-overlap or missed-run policy recorded a skipped run), `refused` (maintenance
-mode), `held` (waiting for the job or a paused queue), `start`, `end`,
-`cancelled` (runs/cancel.py), and `double_start_prevented` (a second delivery of a run lost the
-compare-and-set). Each entry carries the job, run and trigger ids, the time
-and a detail text.
+Each entry carries its kind, the job, run and trigger ids, the time and a
+detail text. The kinds, with what the detail says:
+
+Dispatch and the run's life (runs/dispatch.py, runs/starting.py,
+runs/execution.py, runs/cancel.py, runs/delivery.py):
+
+* `due`: the beat created a run for a fire time ("schedule run for <time>");
+* `skipped`: the overlap or missed-run policy recorded a skipped run (its message);
+* `refused`: maintenance mode refused a run whose target is not on the
+  allow-list ("maintenance mode", or the skipped run's message);
+* `held`: a run was made held behind the job's active run at dispatch
+  (buffer policies: "schedule run for <time>"), or a worker put it back
+  because the queue is paused ("the queue is paused");
+* `catchup_capped`: a `run_all` catch-up left missed fire times out (how many);
+* `lock_skip`, `lock_hold`, `lock_take_over`: the worker found the job's
+  lock taken and did what the overlap policy says;
+* `start`: a run passed every check and starts ("<trigger> run"), written
+  in the round trip that took its slots;
+* `end`: a run's end ("started <time>, ended <status>");
+* `cancelled`: by whom, and what the run was ("by ops; it was running");
+* `double_start_prevented`: a second delivery of a run lost the
+  compare-and-set (why);
+* `resent`: a published run whose message was gone was sent again (why).
+
+Coordination (F-29, F-31..F-34, F-04; runs/starting.py, runs/waiting.py,
+runs/variables.py, runs/dependencies.py, runs/children.py, runs/queue.py):
+
+* `condition_not_met`: the job's condition held a fire time back (the beat,
+  with the trigger and no run; written when the reason changes) or ended a
+  run `skipped` at its start: "condition not met: variable 'Import done'
+  is -1, it must be 0 or 200";
+* `waiting_for_slot`: a run waits (held) for a slot of its concurrency
+  group or the exclusive slot, with the run holding it: "its concurrency
+  group is full; held by run #5";
+* `limit_reached`: the same for TAKT_MAX_CONCURRENCY: "the global limit
+  TAKT_MAX_CONCURRENCY is reached; held by run #5";
+* `slot_granted`: a waiting run got its slot and was sent ("its group slot
+  is free"; group, exclusive or limit);
+* `variable_changed`: a result variable changed: "variable 'Import done':
+  -1 → 0", with "(consumed by its start)" when a condition consumed it; by
+  hand it is job 0 and says "set by <who>";
+* `dependency_started`: an upstream run's end started (or recorded skipped)
+  a dependant's run, on the dependant's job with its dependency trigger:
+  "run #40 of job #3 ended succeeded: started run #41";
+* `child_started`: a parent run started its next child's run, on the
+  child's job: "child 'Transform' of parent run #40: run #42 queued";
+* `maintenance`: maintenance mode went on or off, job 0 (cluster-wide):
+  "maintenance mode on (lock file /srv/NoLock.ini): database upgrade".
+
+`manage.py decision_log` adds what the database says at print time: the
+names of the jobs mentioned, the job of a run holding a slot, the group
+and its limit or TAKT_MAX_CONCURRENCY of a slot decision. Entries of job 0
+show only without --job.
 
 A stream, not a table: an entry costs one XADD (pipelined per claim batch on
 the beat), and the log trims itself to TAKT_DECISION_LOG_SIZE entries, so

@@ -167,3 +167,23 @@ def append(job: Any) -> str:
         os.close(fd)
     time.sleep(float(job.params.get("seconds", 0)))
     return "appended"
+
+
+# docs/coordination.md's worked example: the nightly ERP import, whose
+# steps run inside a maintenance window (so they are on the allow-list).
+@takt_job("tests.erp_import", allowed_during_maintenance=True)
+def erp_import(job: Any) -> int:
+    """Imports params['rows'] rows: result code 200 when it imported some,
+    0 when there was nothing new; fails when rows < 0 (no export found)."""
+    rows = int(job.params.get("rows", 0))
+    if rows < 0:
+        job.fail("no ERP export found")
+    job.log(f"imported {rows} rows")
+    job.set_result_code(200 if rows else 0)
+    return rows
+
+
+@takt_job("tests.erp_transform", allowed_during_maintenance=True)
+def erp_transform(job: Any) -> str:
+    job.log("transformed the imported rows")
+    return "transformed"

@@ -164,11 +164,12 @@ def explanation_view(answer: Explanation | str) -> dict[str, object]:
         verdict = format_html("held back by: {} ({})", first.name, _detail(first))
     elif answer.next_run_at is not None:
         verdict = format_html(
-            "nothing holds it back: it runs next at {}",
+            "nothing holds it back: {} {}",
+            answer.runs_next_words(),
             time_html(answer.next_run_at, relative=True),
         )
-    else:
-        verdict = format_html("{}", "nothing holds it back")
+    else:  # no time in it: "it runs when job 'Import' (#3) ends succeeded"
+        verdict = format_html("{}", answer.verdict(str))
     return {
         "ok": first is None,
         "verdict": verdict,

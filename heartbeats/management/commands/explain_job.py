@@ -1,4 +1,6 @@
-"""F-66: `manage.py explain_job <id>` — which condition holds a job back."""
+"""F-66: `manage.py explain_job <id>` — which condition holds a job back:
+each check of heartbeats/core/explain.py on a line ([ok] or [NO], its name
+and detail, times in UTC), then the verdict."""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ def _utc(moment: datetime) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Walk the checklist (enabled, beat, scheduler switch, queue, maintenance, pause,"
-        " trigger, window, next fire time, active runs, worker, lock) for one job."
+        "Walk the checklist (enabled, beat, scheduler switch, queue, maintenance, job pause,"
+        " parent or children, trigger, weekday and time window, next fire time, condition,"
+        " active runs, group, exclusive, global limit, worker, lock) for one job and say which"
+        " check holds it back, or when it runs next and what starts it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
