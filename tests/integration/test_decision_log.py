@@ -118,11 +118,12 @@ def test_the_decisions_of_coordination_say_what_an_operator_needs(
     lines = log_lines(capsys)
     waiting = line_of(lines, "waiting_for_slot", f"job {import_b.pk} 'Import B' run {waiter.pk}")
     assert waiting.endswith(
-        f"  its concurrency group is full; held by run #{holder.pk} of job 'Import A'"
-        f" (#{import_a.pk}) [group 'Imports', limit 1]"
+        "  its concurrency group is full (group 'Imports', limit 1); held by run"
+        f" #{holder.pk} of job 'Import A' (#{import_a.pk})"
     )
     granted = line_of(lines, "slot_granted", f"job {import_b.pk} 'Import B' run {waiter.pk}")
-    assert granted.endswith("  its group slot is free [group 'Imports', limit 1]")
+    group = import_b.concurrency_group_id
+    assert granted.endswith(f"  a slot of group #{group} is free: sent")
     unmet = line_of(lines, "condition_not_met", f"job {transform.pk} 'Transform'")
     assert unmet.endswith("  condition not met: variable 'Import done' is -1, it must be 0 or 200")
     by_hand = line_of(lines, "variable_changed", "all jobs")
@@ -153,8 +154,8 @@ def test_the_global_limit_names_the_run_that_holds_the_slot(capsys, redis_client
         lines = log_lines(capsys, "--job", str(report.pk))
     assert lines[0].endswith(
         f"  job {report.pk} 'Report' run {waiter.pk}  the global limit TAKT_MAX_CONCURRENCY is"
-        f" reached; held by run #{holder.pk} of job 'Other' (#{other.pk})"
-        " [TAKT_MAX_CONCURRENCY=1]"
+        f" reached (TAKT_MAX_CONCURRENCY=1); held by run #{holder.pk} of job 'Other'"
+        f" (#{other.pk})"
     )
     assert "  limit_reached " in lines[0]
 

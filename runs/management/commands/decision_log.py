@@ -4,9 +4,9 @@ decisions, newest first (runs/decisions.py lists the kinds).
 One line per decision: its time in UTC, its kind, the job (with its name),
 the run and the trigger, and the detail. The detail is the one recorded,
 with what the database says now added for an operator: the name of every
-job it mentions as `job #N`, the job of the run holding a slot that a run
-waits for, and in brackets the group (its name and limit) or
-TAKT_MAX_CONCURRENCY of a slot decision. The log itself lives in Redis;
+job it mentions as `job #N`, and the job of the run holding a slot that a
+run waits for (the engine records the group with its limit, or
+TAKT_MAX_CONCURRENCY, itself). The log itself lives in Redis;
 when the database cannot be read the lines go out without the additions.
 """
 
@@ -23,7 +23,6 @@ from jobs.models import Job
 from runs.connectivity import require_redis
 from runs.decisions import query
 from runs.models import Run
-from runs.slots import global_limit
 
 KIND_WIDTH = len("double_start_prevented")
 JOB_REF = re.compile(r"\bjob #(\d+)")
@@ -69,7 +68,7 @@ class _Known:
         try:
             run_jobs = dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "job_id"))
             job_ids |= set(run_jobs.values())
-            jobs = Job.objects.filter(pk__in=job_ids).select_related("concurrency_group")
+            jobs = Job.objects.filter(pk__in=job_ids)
             return cls({job.pk: job for job in jobs}, run_jobs)
         except DatabaseError:
             return cls({}, {})
@@ -94,14 +93,7 @@ class _Known:
         detail = JOB_REF.sub(lambda m: f"job {self.job_words(int(m[1]))}", detail)
         if kind not in SLOT_KINDS:
             return detail
-        detail = HOLDER.sub(lambda m: f"held by {self._run_words(int(m[1]))}", detail)
-        limit = global_limit()
-        if "limit" in detail and limit is not None:
-            return f"{detail} [TAKT_MAX_CONCURRENCY={limit}]"
-        group = job.concurrency_group if job is not None and not job.exclusive else None
-        if "group" in detail and group is not None:
-            return f"{detail} [group {group.name!r}, limit {group.limit}]"
-        return detail
+        return HOLDER.sub(lambda m: f"held by {self._run_words(int(m[1]))}", detail)
 
     def _run_words(self, run_id: int) -> str:
         job_id = self.run_jobs.get(run_id)
