@@ -7,8 +7,8 @@ words, naming the field, and nothing is saved.
 The graph rules:
 
 * dependencies (triggers of kind `dependency`: upstream job → this job)
-  never form a cycle, which would start runs for ever; the error names the
-  jobs round the loop;
+  and parents (a parent's run starts its children) never form a cycle,
+  which would start runs for ever; the error names the jobs round the loop;
 * a job is never its own ancestor (parent → child edges), and a parent
   runs no code of its own, so it is in no group and not exclusive: its
   children take their own slots;
@@ -86,6 +86,14 @@ def _validate_parent(job: Job) -> None:
         if chain and parents.get(chain[-1]) == job.pk:
             loop = _names(model, [job.pk, *chain, job.pk])
             raise ValidationError({"parent": f"that would make a loop of parents: {loop}"})
+    if job.pk is not None:  # a parent's run starts its children: no dependency may loop back
+        edges = _start_edges(model, model.triggers.rel.related_model, leave_out=None, child=job.pk)
+        cycle = find_cycle(edges, new_from=job.parent_id, new_to=job.pk)
+        if cycle is not None:
+            loop = _names(model, cycle)
+            raise ValidationError(
+                {"parent": f"that would make a loop of runs starting runs: {loop}"}
+            )
     parent = model.objects.filter(pk=job.parent_id).values("exclusive", "concurrency_group").first()
     if parent is None:
         raise ValidationError({"parent": f"no job with id {job.parent_id}"})
@@ -120,11 +128,7 @@ def validate_trigger_links(trigger: Trigger) -> None:
         raise ValidationError({"upstream_job": "required for a dependency trigger"})
     if job is None or job.pk is None:
         return  # a new job: nothing depends on it yet, so no cycle can close
-    model: Any = type(trigger)
-    edges: dict[int, set[int]] = {}
-    stored = model.objects.filter(kind=TriggerKind.DEPENDENCY).exclude(pk=trigger.pk)
-    for source, target in stored.values_list("upstream_job_id", "job_id"):
-        edges.setdefault(source, set()).add(target)
+    edges = _start_edges(type(job), type(trigger), leave_out=trigger.pk)
     cycle = find_cycle(edges, new_from=upstream, new_to=job.pk)
     if cycle is not None:
         if len(cycle) == 2 and cycle[0] == cycle[1]:
@@ -132,6 +136,22 @@ def validate_trigger_links(trigger: Trigger) -> None:
         raise ValidationError(
             {"upstream_job": f"that would make a cycle: {_names(type(job), cycle)}"}
         )
+
+
+def _start_edges(
+    job_model: Any, trigger_model: Any, *, leave_out: int | None, child: int | None = None
+) -> dict[int, set[int]]:
+    """Which job's runs start which job's runs: a dependency's upstream job
+    starts its job (the trigger `leave_out`, being edited, left out), and a
+    parent starts its children (`child`'s stored parent left out)."""
+    edges: dict[int, set[int]] = {}
+    stored = trigger_model.objects.filter(kind=TriggerKind.DEPENDENCY).exclude(pk=leave_out)
+    for source, target in stored.values_list("upstream_job_id", "job_id"):
+        edges.setdefault(source, set()).add(target)
+    children = job_model.objects.filter(parent__isnull=False).exclude(pk=child)
+    for target, source in children.values_list("pk", "parent_id"):
+        edges.setdefault(source, set()).add(target)
+    return edges
 
 
 def _names(model: Any, ids: list[int]) -> str:

@@ -162,8 +162,12 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
         raise ValidationError(
             {"window_start": f"a {trigger.kind} trigger {what}: leave the window empty"}
         )
-    if trigger.kind == TriggerKind.DEPENDENCY:
-        trigger.upstream_statuses = list(trigger.upstream_statuses or ["succeeded"])
+    if trigger.kind == TriggerKind.DEPENDENCY:  # in their canonical order, each once
+        try:
+            statuses = core.check_dependency_statuses(trigger.upstream_statuses or ["succeeded"])
+        except core.TriggerError as exc:
+            raise _invalid(exc) from None
+        trigger.upstream_statuses = list(statuses)
     else:  # left over from another kind (the admin hides them)
         trigger.upstream_job, trigger.upstream_statuses = None, []
     validate_trigger_links(trigger)

@@ -196,6 +196,39 @@ def test_a_child_cannot_be_started_from_outside(redis_client):
         schedule.full_clean()
 
 
+def test_a_loop_through_a_parent_and_its_child_is_refused(redis_client):
+    """ETL's run starts its child Load, whose end starts Report: Report's
+    end may not start ETL again, whichever link comes last."""
+    etl = make_job("ETL", target="takt.children")
+    load = make_job("Load", parent=etl)
+    report = make_job("Report")
+    after(report, load)
+    closing = Trigger(
+        job=etl, kind="dependency", upstream_job=report, upstream_statuses=["succeeded"]
+    )
+    with pytest.raises(ValidationError) as caught:
+        closing.full_clean()
+    assert caught.value.message_dict["upstream_job"] == [
+        f"that would make a cycle: 'Report' (#{report.pk}) → 'ETL' (#{etl.pk})"
+        f" → 'Load' (#{load.pk}) → 'Report' (#{report.pk})"
+    ]
+    # the other way round: the dependencies first, then the parent
+    etl2, load2, report2 = (
+        make_job("ETL 2", target="takt.children"),
+        make_job("Load 2"),
+        make_job("R2"),
+    )
+    after(report2, load2)
+    after(etl2, report2)
+    load2.parent = etl2
+    with pytest.raises(ValidationError) as caught:
+        load2.full_clean()
+    assert caught.value.message_dict["parent"] == [
+        f"that would make a loop of runs starting runs: 'ETL 2' (#{etl2.pk}) → 'Load 2'"
+        f" (#{load2.pk}) → 'R2' (#{report2.pk}) → 'ETL 2' (#{etl2.pk})"
+    ]
+
+
 def test_a_loop_of_parents_is_refused(redis_client):
     a = make_job("a")
     b = make_job("b", parent=a)
