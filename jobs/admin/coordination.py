@@ -68,7 +68,11 @@ def _holders_html(key: str) -> SafeString | str:
         ", ",
         "<a href='{}'>run #{}</a>{}",
         (
-            (reverse("admin:runs_run_change", args=[run_id]), run_id, " (reserved)" if reserved else "")
+            (
+                reverse("admin:runs_run_change", args=[run_id]),
+                run_id,
+                " (reserved)" if reserved else "",
+            )
             for run_id, reserved in holders
             if run_id is not None
         ),
@@ -196,7 +200,9 @@ class ResultVariableAdmin(admin.ModelAdmin):
     def readers(self, obj: ResultVariable) -> Any:
         return _job_links(obj.readers.all()) if obj.pk else EMPTY
 
-    def save_model(self, request: HttpRequest, obj: ResultVariable, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: ResultVariable, form: Any, change: bool
+    ) -> None:
         """A value set by hand goes through the service: recorded as set by
         this user, and in the decision log."""
         value_changed = change and "value" in form.changed_data

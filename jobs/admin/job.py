@@ -25,6 +25,7 @@ from redis import RedisError
 from heartbeats.explaining import explain_job  # the admin is glue over all three apps
 from jobs import services, specs
 from jobs.admin.calendars import HolidayCalendarAdmin  # noqa: F401  (registers it)
+from jobs.admin.coordination import JobForm, children_tree_html, group_html
 from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
@@ -37,7 +38,6 @@ from jobs.admin.display import (
 )
 from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from jobs.admin.job_list import JobChangeList, with_page_relations
-from jobs.admin.coordination import JobForm, children_tree_html, group_html
 from jobs.admin.panels import (
     coordination_summary,
     dispatch_summary,
