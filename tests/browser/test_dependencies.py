@@ -1,0 +1,119 @@
+"""Jobs that start one another, as an operator sets them up in a real
+browser (F-33, F-04, F-91): a trigger "After another job" added with "Add
+another Trigger", its upstream job typed into an autocomplete and the ends
+of its runs ticked, checked live ("after job 'Import' (#1) ends
+succeeded", no fire times) and saved; a dependency cycle refused beside the
+upstream job with nothing saved; a job made a child of another through the
+parent autocomplete, and the parent's editor showing its children; a
+parent run's page listing its children's runs in order, and a child run's
+page saying whose part it is."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from jobs.models import Job, Trigger
+from tests.browser.pages import (
+    Shot,
+    add_trigger,
+    choose_in_autocomplete,
+    field_errors,
+    job_change_url,
+    job_row,
+    new_triggers,
+    save,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_dependency_trigger_is_added_checked_live_and_saved(page: Page, shot: Shot) -> None:
+    upstream = Job.objects.create(name="Import", target="takt.hello_world")
+    job = Job.objects.create(name="Transform", target="takt.hello_world")
+    page.goto(job_change_url(job.pk))
+
+    trigger = add_trigger(page)
+    trigger.get_by_label("Kind").select_option(label="After another job")
+    # Only the dependency's fields: no clock, so no cron, zone or jitter.
+    expect(trigger.get_by_label("Cron expression")).to_be_hidden()
+    expect(trigger.get_by_label("Timezone")).to_be_hidden()
+    expect(trigger.get_by_label("Jitter (seconds)")).to_be_hidden()
+    expect(trigger.locator(".takt-preview-note")).to_have_text(
+        "upstream_job: required for a dependency trigger"
+    )
+    ends = trigger.locator(".field-upstream_statuses")
+    expect(ends.get_by_label("succeeded")).to_be_checked()  # the default
+    expect(ends.get_by_label("failed")).not_to_be_checked()
+    choose_in_autocomplete(trigger.locator(".field-upstream_job"), "Imp", "Import (#1)")
+    preview = trigger.locator(".takt-preview")
+    expect(preview.locator(".takt-preview-words")).to_have_text(
+        f"after job 'Import' (#{upstream.pk}) ends succeeded"
+    )
+    ends.get_by_label("timed out").check()
+    expect(preview.locator(".takt-preview-words")).to_have_text(
+        f"after job 'Import' (#{upstream.pk}) ends succeeded or timed out"
+    )
+    expect(preview).to_contain_text("No fire times: it starts each time a run of that job ends so.")
+    expect(preview.locator("table")).to_have_count(0)
+    shot(page, "trigger-dependency", element=trigger)
+
+    save(page)
+
+    expect(page.locator(".messagelist .success")).to_contain_text("was changed successfully")
+    expect(job_row(page, "Transform")).to_contain_text(
+        f"after job 'Import' (#{upstream.pk}) ends succeeded or timed out"
+    )
+    saved = job.triggers.get()
+    assert (saved.kind, saved.upstream_job_id, saved.upstream_statuses) == (
+        "dependency",
+        upstream.pk,
+        ["succeeded", "timed_out"],
+    )
+    assert saved.next_run_at is None
+
+    # Opened again: the saved trigger shows its upstream job and ends.
+    page.goto(job_change_url(job.pk))
+    stored = page.locator(".inline-related.has_original")
+    expect(stored.locator(".field-upstream_job .select2-selection")).to_have_text(
+        re.compile(r"Import \(#\d+\)")
+    )
+    expect(stored.get_by_label("timed out")).to_be_checked()
+    expect(stored.get_by_label("Cron expression")).to_be_hidden()
+
+
+def test_a_dependency_cycle_is_refused_beside_the_upstream_job(page: Page, shot: Shot) -> None:
+    extract = Job.objects.create(name="Extract", target="takt.hello_world")
+    load = Job.objects.create(name="Load", target="takt.hello_world")
+    Trigger.objects.create(job=load, kind="dependency", upstream_job=extract)
+    archive = Job.objects.create(name="Archive", target="takt.hello_world")
+    page.goto(job_change_url(extract.pk))
+
+    trigger = add_trigger(page)
+    trigger.get_by_label("Kind").select_option(label="After another job")
+    choose_in_autocomplete(trigger.locator(".field-upstream_job"), "Load", "Load (#2)")
+    save(page)
+
+    form = new_triggers(page).first
+    loop = f"that would make a cycle: 'Load' (#{load.pk}) → 'Extract' (#{extract.pk}) → 'Load' (#{load.pk})"
+    expect(field_errors(form, "upstream_job")).to_have_text(loop)
+    expect(form.get_by_label("Kind")).to_have_value("dependency")
+    expect(form.get_by_label("Cron expression")).to_be_hidden()
+    assert not extract.triggers.exists()
+    shot(page, "trigger-dependency-cycle", element=form)
+
+    # The live check cannot see a cycle (it needs the saved job): the error
+    # stays while that upstream job does, and goes with it.
+    form.get_by_label("failed").check()
+    form.page.wait_for_timeout(500)  # the live check's delay, and its answer
+    expect(field_errors(form, "upstream_job")).to_have_text(loop)
+    choose_in_autocomplete(form.locator(".field-upstream_job"), "Arch", "Archive (#3)")
+    expect(field_errors(form, "upstream_job")).to_have_count(0)
+    save(page)
+
+    expect(page.locator(".messagelist .success")).to_contain_text("was changed successfully")
+    assert list(extract.triggers.values_list("upstream_job_id", "upstream_statuses")) == [
+        (archive.pk, ["succeeded", "failed"])
+    ]
