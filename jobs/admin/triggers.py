@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -134,6 +135,27 @@ class TriggerForm(forms.ModelForm):
         return cleaned
 
 
+class TriggerFormSet(BaseInlineFormSet):
+    """The job's triggers. A new job made a child (F-04) is refused a
+    trigger here, on its kind, in the words of jobs/coordination.py: the
+    model's own check needs the job's id, which a job being added has not."""
+
+    def clean(self) -> None:
+        super().clean()
+        job = self.instance
+        if job.pk is not None or job.parent_id is None:
+            return
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None) or {}
+            if form.has_changed() and data.get("enabled") and not data.get("DELETE"):
+                form.add_error(
+                    "kind",
+                    f"job #(new) is a child of job #{job.parent_id}: it runs only as part of"
+                    " its parent's run and takes no trigger of its own (disable or delete"
+                    " this trigger, or clear its parent)",
+                )
+
+
 class TriggerInline(admin.StackedInline):
     """Triggers in the job editor. trigger_inline.js shows the fields of the
     chosen kind (and, for calendar presets, of the chosen rule). The upstream
@@ -143,6 +165,7 @@ class TriggerInline(admin.StackedInline):
     model = Trigger
     fk_name = "job"
     form = TriggerForm
+    formset = TriggerFormSet
     extra = 0
     fieldsets = (
         (

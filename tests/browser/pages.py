@@ -175,3 +175,15 @@ def choose_in_autocomplete(field: Locator, typed: str, option: str | re.Pattern[
     offered = page.locator(".select2-container--open .select2-results__option")
     offered.filter(has_text=option).first.click()
     expect(page.locator(".select2-container--open")).to_have_count(0)
+
+
+def coordination(page: Page) -> Locator:
+    """The job editor's Coordination section (F-04, F-31, F-32), opened."""
+    section = page.locator("fieldset").filter(
+        has=page.locator("h2", has_text=re.compile(r"^Coordination"))
+    )
+    expect(section).to_have_count(1)  # the page is there
+    closed = section.locator("details:not([open]) > summary")
+    if closed.count():  # collapsed (not when it holds an error)
+        closed.click()
+    return section

@@ -11,23 +11,35 @@ page saying whose part it is."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from jobs.models import Job, Trigger
+from runs.models import Run
 from tests.browser.pages import (
     Shot,
     add_trigger,
     choose_in_autocomplete,
+    coordination,
     field_errors,
     job_change_url,
     job_row,
     new_triggers,
     save,
+    shown_value,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def made_run(job: Job, status: str, at: datetime, **fields: Any) -> Run:
+    """A run stored as the engine leaves it (a child's by default)."""
+    fields.setdefault("trigger", "parent")
+    fields.setdefault("started_at", at)
+    return Run.objects.create(job=job, status=status, scheduled_for=at, enqueued_at=at, **fields)
 
 
 def test_a_dependency_trigger_is_added_checked_live_and_saved(page: Page, shot: Shot) -> None:
@@ -117,3 +129,43 @@ def test_a_dependency_cycle_is_refused_beside_the_upstream_job(page: Page, shot:
     assert list(extract.triggers.values_list("upstream_job_id", "upstream_statuses")) == [
         (archive.pk, ["succeeded", "failed"])
     ]
+
+
+def test_a_job_made_a_child_shows_in_its_parents_editor(page: Page, shot: Shot) -> None:
+    nightly = Job.objects.create(name="Nightly", target="takt.hello_world")
+    backup = Job.objects.create(
+        name="Backup", target="takt.hello_world", parent=nightly, child_order=1
+    )
+    Job.objects.create(
+        name="Verify", target="takt.hello_world", parent=backup, child_order=1, enabled=False
+    )
+    vacuum = Job.objects.create(name="Vacuum", target="takt.hello_world")
+    page.goto(job_change_url(vacuum.pk))
+
+    section = coordination(page)
+    choose_in_autocomplete(section.locator(".field-parent"), "Nigh", f"Nightly (#{nightly.pk})")
+    section.get_by_label("Order among its siblings").fill("2")
+    page.get_by_role("button", name="Save and continue editing").click()
+
+    expect(page.locator(".messagelist .success")).to_contain_text("was changed successfully")
+    expect(coordination(page).locator("summary")).to_contain_text(
+        f"child of Nightly (#{nightly.pk})"
+    )
+    vacuum.refresh_from_db()
+    assert (vacuum.parent_id, vacuum.child_order) == (nightly.pk, 2)
+
+    page.goto(job_change_url(nightly.pk))
+    section = coordination(page)
+    expect(section.locator("summary")).to_contain_text("parent of 2 children")
+    tree = shown_value(page, "children_tree")
+    expect(tree.locator("> ol > li")).to_have_count(2)
+    expect(tree.locator("li")).to_have_text(
+        [
+            re.compile(rf"^Backup \(#{backup.pk}\) order 1\s*Verify"),
+            re.compile(r"^Verify \(#\d+\) order 1 · disabled: skipped$"),
+            f"Vacuum (#{vacuum.pk}) order 2",
+        ]
+    )
+    shot(page, "job-editor-children", element=section)
+    tree.get_by_role("link", name="Vacuum").click()
+    expect(page).to_have_url(re.compile(rf"{job_change_url(vacuum.pk)}$"))
