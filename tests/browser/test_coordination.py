@@ -7,12 +7,16 @@ Coordination section's bad input refused beside its field, nothing saved."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
+from runs.locks import get_redis
 from runs.models import Run
+from runs.slots import group_key
 from tests.browser.pages import (
     JOB_LIST,
     Shot,
@@ -21,6 +25,8 @@ from tests.browser.pages import (
     job_row,
     message,
     save,
+    shown_value,
+    times_localized,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -198,3 +204,61 @@ def test_bad_coordination_is_refused_beside_its_field(
         False,
         [],
     )
+
+
+def hold_slot(key: str, run: Run, seconds: int = 60) -> None:
+    """Put `run` in the slot set `key` as a started run's worker does
+    (member its lock token, score its expiry on Redis's clock)."""
+    client = get_redis()
+    now_s, now_us = client.time()
+    client.zadd(key, {f"run-{run.pk}:test": now_s * 1000 + now_us // 1000 + seconds * 1000})
+
+
+def test_the_groups_page_shows_what_runs_and_what_waits(page: Page, shot: Shot) -> None:
+    now = timezone.now().replace(microsecond=0)
+    database = ConcurrencyGroup.objects.create(name="Database", colour="#d94f00", limit=1)
+    ConcurrencyGroup.objects.create(name="Reports", colour="#2f6fde", limit=3,
+                                    description="Invoices and the monthly reports")  # fmt: skip
+    vacuum = Job.objects.create(
+        name="Vacuum", target="takt.hello_world", concurrency_group=database
+    )
+    backup = Job.objects.create(
+        name="Backup", target="takt.hello_world", concurrency_group=database
+    )
+    running = Run.objects.create(job=vacuum, trigger="schedule", status="running",
+                                 scheduled_for=now, enqueued_at=now, started_at=now)  # fmt: skip
+    waiting = Run.objects.create(job=backup, trigger="schedule", status="queued", held=True,
+                                 waiting_for="group", scheduled_for=now,
+                                 enqueued_at=now + timedelta(seconds=2))  # fmt: skip
+    hold_slot(group_key(database.pk), running)
+
+    page.goto(GROUPS)
+
+    row = page.get_by_role("row").filter(has_text="Database")
+    expect(row.locator("td.field-holders")).to_have_text(f"run #{running.pk} Vacuum")
+    expect(row.locator("td.field-waiting")).to_have_text("1 run")
+    reports = page.get_by_role("row").filter(has_text="Reports")
+    expect(reports.locator("td.field-holders")).to_have_text("none")
+    expect(reports.locator("td.field-waiting")).to_have_text("0")
+    expect(page.locator("#takt-exclusive-now")).to_contain_text("running now: none")
+    page.get_by_role("button", name="Toggle navigation").click()
+    shot(page, "group-list")
+
+    row.locator("td.field-waiting").get_by_role("link").click()
+
+    rows = page.locator("#result_list tbody tr")
+    expect(rows).to_have_count(1)
+    status = rows.first.locator("td.field-status_in_list")
+    expect(status.locator(".takt-status-queued")).to_have_text("queued")
+    expect(status.locator(".takt-waiting")).to_have_text(
+        "held: waiting for a slot of group Database (limit 1)"
+    )
+    times_localized(page)
+    shot(page, "run-list-waiting", element=page.locator("#result_list"))
+    rows.first.get_by_role("link", name=f"#{waiting.pk}").click()
+    expect(shown_value(page, "waiting")).to_have_text(
+        "waiting for a slot of group Database (limit 1). Running now in the group:"
+        f" run #{running.pk} Vacuum"
+    )
+    shot(page, "run-waiting", between=(page.locator("#content-main fieldset").first,
+                                       page.locator(".field-waiting")))  # fmt: skip

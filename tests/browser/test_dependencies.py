@@ -11,10 +11,11 @@ page saying whose part it is."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from jobs.models import Job, Trigger
@@ -22,14 +23,17 @@ from runs.models import Run
 from tests.browser.pages import (
     Shot,
     add_trigger,
+    cell_texts,
     choose_in_autocomplete,
     coordination,
     field_errors,
     job_change_url,
     job_row,
     new_triggers,
+    run_change_url,
     save,
     shown_value,
+    times_localized,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -169,3 +173,75 @@ def test_a_job_made_a_child_shows_in_its_parents_editor(page: Page, shot: Shot) 
     shot(page, "job-editor-children", element=section)
     tree.get_by_role("link", name="Vacuum").click()
     expect(page).to_have_url(re.compile(rf"{job_change_url(vacuum.pk)}$"))
+
+
+def test_a_parent_runs_page_lists_its_childrens_runs_in_order(page: Page, shot: Shot) -> None:
+    now = timezone.now().replace(microsecond=0)
+    nightly = Job.objects.create(name="Nightly", target="takt.hello_world")
+    backup, vacuum, report = (
+        Job.objects.create(name=name, target="takt.hello_world", parent=nightly, child_order=i)
+        for i, name in enumerate(["Backup", "Vacuum", "Report"], start=1)
+    )
+    parent_run = made_run(nightly, "running", now, trigger="schedule")
+    backup_run = made_run(backup, "succeeded", now + timedelta(seconds=1), cause=parent_run,
+                          finished_at=now + timedelta(seconds=95), duration_s=94.0)  # fmt: skip
+    vacuum_run = made_run(vacuum, "running", now + timedelta(seconds=96), cause=parent_run)
+
+    page.goto(run_change_url(parent_run.pk))
+
+    children = page.locator("#takt-children-runs")
+    expect(children.locator("h2")).to_have_text("Its children's runs, in their order")
+    rows = children.locator("tbody tr")
+    expect(rows).to_have_count(3)
+    times_localized(page)
+    cells = [row[:5] + row[6:] for row in cell_texts(rows)]  # not the start time
+    assert cells == [
+        ["1", "Backup", f"run #{backup_run.pk}", "succeeded", "parent", "1 min 34 s"],
+        ["2", "Vacuum", f"run #{vacuum_run.pk}", "running", "parent", "—"],
+        ["3", "Report", "—", "not started yet", "", ""],
+    ]
+    expect(rows.nth(0).locator(".takt-status-succeeded")).to_be_visible()
+    expect(rows.nth(1).locator(".takt-status-running")).to_be_visible()
+    shot(
+        page,
+        "run-parent-children",
+        between=(page.locator("#content-main fieldset").first, children),
+    )
+
+    children.get_by_role("link", name=f"run #{vacuum_run.pk}").click()
+
+    expect(page).to_have_url(re.compile(rf"{run_change_url(vacuum_run.pk)}$"))
+    expect(shown_value(page, "cause_text")).to_have_text(
+        f"child of parent run #{parent_run.pk} of job Nightly"
+    )
+    page.locator(".field-cause_text").get_by_role("link", name=f"run #{parent_run.pk}").click()
+    expect(page).to_have_url(re.compile(rf"{run_change_url(parent_run.pk)}$"))
+
+
+def test_a_run_started_by_another_runs_end_says_so(page: Page, shot: Shot) -> None:
+    now = timezone.now().replace(microsecond=0)
+    extract = Job.objects.create(name="Extract", target="takt.hello_world")
+    load = Job.objects.create(name="Load", target="takt.hello_world")
+    upstream = made_run(extract, "succeeded", now, trigger="schedule")
+    started = made_run(load, "queued", now + timedelta(seconds=5), cause=upstream,
+                       trigger="dependency", started_at=None)  # fmt: skip
+
+    page.goto(run_change_url(upstream.pk))
+
+    dependants = page.locator("#takt-dependants")
+    expect(dependants.locator("tbody tr")).to_have_count(1)
+    assert cell_texts(dependants.locator("tbody tr"))[0][:3] == [
+        f"run #{started.pk}",
+        "Load",
+        "queued",
+    ]
+    dependants.get_by_role("link", name=f"run #{started.pk}").click()
+
+    cause = shown_value(page, "cause_text")
+    expect(cause).to_have_text(
+        f"started by the end of run #{upstream.pk} of job Extract (it ended succeeded)"
+    )
+    expect(cause.locator(".takt-status-succeeded")).to_be_visible()
+    shot(
+        page, "run-dependency-cause", between=(page.locator("#content-main fieldset").first, cause)
+    )

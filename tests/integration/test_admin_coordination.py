@@ -404,3 +404,87 @@ def test_a_bad_variable_names_its_field_and_saves_nothing(admin_client, fields, 
 
     assert dict(response.context["adminform"].form.errors) == {field: [message]}
     assert ResultVariable.objects.count() == 1
+
+
+# --- runs: the cause, the runs caused, what a held run waits for ----------------------
+
+
+def run_page(client, run: Run) -> str:
+    return client.get(reverse("admin:runs_run_change", args=[run.pk])).content.decode()
+
+
+def test_a_parent_runs_page_lists_its_children_in_order_and_a_child_names_its_parent(
+    admin_client, redis_client
+):
+    parent = make_job("nightly")
+    backup = make_job("backup", parent=parent, child_order=2)
+    vacuum = make_job("vacuum", parent=parent, child_order=1)
+    make_job("verify", parent=parent, child_order=3, enabled=False)
+    parent_run = add_run(parent)
+    first = add_run(vacuum, RunStatus.FAILED, trigger="parent", cause=parent_run)
+    retry = add_run(vacuum, RunStatus.SUCCEEDED, trigger="retry", cause=parent_run, retry_of=first)
+    second = add_run(backup, RunStatus.RUNNING, trigger="parent", cause=parent_run)
+
+    page = run_page(admin_client, parent_run)
+
+    panel = page[page.index('id="takt-children-runs"') :].split("</fieldset>")[0]
+    order = [panel.index(f">run #{r.pk}<") for r in (first, retry, second)]
+    assert order == sorted(order)
+    assert panel.index(">vacuum<") < panel.index(">backup<") < panel.index(">verify<")
+    assert "disabled: skipped" in panel
+    assert 'id="takt-dependants"' not in page
+    child = run_page(admin_client, retry)
+    link = f"<a href='/admin/runs/run/{parent_run.pk}/change/'>run #{parent_run.pk}</a>"
+    assert f"child of parent {link}" in child
+    assert "Children" not in child and 'id="takt-children-runs"' not in child
+
+
+def test_a_dependant_names_the_run_whose_end_started_it(admin_client):
+    extract, load = make_job("extract"), make_job("load")
+    upstream = add_run(extract, RunStatus.SUCCEEDED)
+    started = add_run(load, RunStatus.QUEUED, trigger="dependency", cause=upstream)
+
+    upstream_page, started_page = run_page(admin_client, upstream), run_page(admin_client, started)
+
+    assert f">run #{started.pk}</a>" in upstream_page[upstream_page.index('id="takt-dependants"') :]
+    link = f"<a href='/admin/runs/run/{upstream.pk}/change/'>run #{upstream.pk}</a>"
+    assert f"started by the end of {link} of job" in started_page
+    assert (
+        '(it ended <span class="takt-badge takt-status-succeeded">succeeded</span>)' in started_page
+    )
+    assert 'class="form-row field-cause_text"' not in upstream_page  # a scheduled run: no cause
+
+
+def test_a_dependant_whose_cause_was_cleaned_up_says_so(admin_client):
+    started = add_run(make_job("load"), RunStatus.SUCCEEDED, trigger="dependency")
+    assert "its cause is no longer stored" in run_page(admin_client, started)
+
+
+def test_a_held_run_says_what_it_waits_for_on_its_page_and_in_the_list(
+    admin_client, redis_client, django_assert_max_num_queries
+):
+    database = ConcurrencyGroup.objects.create(name="Database", limit=1)
+    vacuum = make_job("vacuum", concurrency_group=database)
+    running = add_run(vacuum)
+    hold_slot(redis_client, group_key(database.pk), running)
+    waiting = add_run(make_job("backup", concurrency_group=database), RunStatus.QUEUED,
+                      held=True, waiting_for=WaitingFor.GROUP)  # fmt: skip
+    exclusive = add_run(make_job("reindex", exclusive=True), RunStatus.QUEUED, held=True,
+                        waiting_for=WaitingFor.EXCLUSIVE)  # fmt: skip
+    buffered = add_run(vacuum, RunStatus.QUEUED, held=True, trigger="manual")
+
+    page = run_page(admin_client, waiting)
+    with django_assert_max_num_queries(10):
+        listed = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
+    only_groups = admin_client.get(
+        reverse("admin:runs_run_changelist"), {"waiting": "group", "group": database.pk}
+    ).content.decode()
+
+    assert "waiting for a slot of group <a href=" in page
+    assert f">run #{running.pk}</a> vacuum" in page[page.index("Running now in the group") :]
+    assert "held: waiting for a slot of group" in listed
+    assert "held: waiting for every group&#x27;s runs to end (an exclusive job)" in listed
+    assert "held: waiting for its job&#x27;s running run to end" in listed
+    assert 'class="form-row field-waiting"' not in run_page(admin_client, running)
+    assert f">#{waiting.pk}<" in only_groups
+    assert f">#{exclusive.pk}<" not in only_groups and f">#{buffered.pk}<" not in only_groups
