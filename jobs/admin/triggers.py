@@ -115,6 +115,10 @@ class TriggerForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not self.initial.get("upstream_statuses"):
+            # None stored means "succeeded" (a trigger made in code, or of
+            # another kind: choosing "After another job" starts from it).
+            self.initial["upstream_statuses"] = ["succeeded"]
         if "jitter_seconds" in self.fields:
             self.fields["jitter_seconds"].required = False  # empty: no jitter
 

@@ -103,13 +103,14 @@ def test_a_job_gets_a_condition_and_a_result_variable(page: Page, shot: Shot) ->
     section.get_by_label("Accepted values").fill("0, 200")
     section.get_by_label("Consume the result").check()
     section.get_by_label("Result variable").select_option(label="report_status")
-    shot(page, "job-editor-coordination", element=section)
     save_and_continue(page)
 
     expect(message(page, "success")).to_contain_text("was changed successfully")
-    expect(coordination(page).locator("summary")).to_have_text(
+    section = coordination(page)
+    expect(section.locator("summary")).to_have_text(
         "Coordination — starts when import_status is 0 or 200, consumed · writes report_status"
     )
+    shot(page, "job-editor-coordination", element=section)
     job.refresh_from_db()
     assert job.condition_variable is not None and job.condition_variable.name == "import_status"
     assert (job.condition_values, job.condition_consume) == ([0, 200], True)

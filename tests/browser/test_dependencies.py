@@ -171,8 +171,36 @@ def test_a_job_made_a_child_shows_in_its_parents_editor(page: Page, shot: Shot) 
         ]
     )
     shot(page, "job-editor-children", element=section)
-    tree.get_by_role("link", name="Vacuum").click()
+
+    # As a parent: run every child even after one failed.
+    section.get_by_label("Stop on child failure").uncheck()
+    page.get_by_role("button", name="Save and continue editing").click()
+    expect(coordination(page).locator("summary")).to_have_text(
+        "Coordination — parent of 2 children, runs them all after a failure"
+    )
+    nightly.refresh_from_db()
+    assert nightly.stop_on_child_failure is False
+
+    shown_value(page, "children_tree").get_by_role("link", name="Vacuum").click()
     expect(page).to_have_url(re.compile(rf"{job_change_url(vacuum.pk)}$"))
+
+
+def test_a_loop_of_parents_is_refused_beside_the_parent(page: Page, shot: Shot) -> None:
+    nightly = Job.objects.create(name="Nightly", target="takt.hello_world")
+    backup = Job.objects.create(name="Backup", target="takt.hello_world", parent=nightly)
+    page.goto(job_change_url(nightly.pk))
+
+    section = coordination(page)
+    choose_in_autocomplete(section.locator(".field-parent"), "Back", f"Backup (#{backup.pk})")
+    save(page)
+
+    section = coordination(page)  # open: it holds the error
+    expect(section.locator(".field-parent .errorlist")).to_have_text(
+        f"that would make a loop of parents: 'Nightly' (#{nightly.pk}) → 'Backup' (#{backup.pk})"
+        f" → 'Nightly' (#{nightly.pk})"
+    )
+    nightly.refresh_from_db()
+    assert nightly.parent_id is None
 
 
 def test_a_parent_runs_page_lists_its_childrens_runs_in_order(page: Page, shot: Shot) -> None:

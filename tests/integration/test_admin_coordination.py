@@ -488,3 +488,15 @@ def test_a_held_run_says_what_it_waits_for_on_its_page_and_in_the_list(
     assert 'class="form-row field-waiting"' not in run_page(admin_client, running)
     assert f">#{waiting.pk}<" in only_groups
     assert f">#{exclusive.pk}<" not in only_groups and f">#{buffered.pk}<" not in only_groups
+
+
+def test_a_dependency_stored_without_ends_opens_with_succeeded_ticked(admin_client):
+    """A trigger made in code skips validation: no end stored means succeeded."""
+    upstream, job = make_job("import"), make_job("transform")
+    trigger = Trigger.objects.create(job=job, kind="dependency", upstream_job=upstream)
+    assert trigger.upstream_statuses == []
+
+    html = admin_client.get(change_url(job)).content.decode()
+
+    boxes = [line for line in html.split("<input") if 'name="triggers-0-upstream_statuses"' in line]
+    assert [("checked" in box) for box in boxes] == [True, False, False, False, False]
