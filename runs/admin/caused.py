@@ -80,10 +80,10 @@ def child_rows(parent: Run, caused: list[Run]) -> list[ChildRow]:
         by_job.setdefault(run.job_id, []).append(run)
     rows = []
     for position, child in enumerate(children, start=1):
-        for run in by_job.pop(child.pk, None) or [None]:  # type: ignore[list-item]
-            rows.append(ChildRow(position, child.pk, child.name, child.enabled, run))
-    for runs in by_job.values():
-        rows += [ChildRow(0, r.job_id, r.job.name, r.job.enabled, r) for r in runs]
+        runs: list[Run | None] = [*by_job.pop(child.pk, [])] or [None]
+        rows += [ChildRow(position, child.pk, child.name, child.enabled, run) for run in runs]
+    for others in by_job.values():
+        rows += [ChildRow(0, r.job_id, r.job.name, r.job.enabled, r) for r in others]
     return rows
 
 
