@@ -1,7 +1,9 @@
-"""The admin of coordination (F-04, F-31, F-32): concurrency groups with
-their colour and the runs holding their slots now, result variables with
-their value and the run that set it, and how the job editor and list show
-a group and a parent's children."""
+"""How the job editor and the job list show coordination (F-04, F-31,
+F-32): the editor's form (a condition's accepted values typed as "0,
+200"; a child's order optional), a group's name with its colour, a
+parent's children as a tree, and whether the job may start during
+maintenance (decided in code). The group and variable pages are groups.py.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +11,29 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Count, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
-from redis import RedisError
 
-from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
-from jobs.models import ConcurrencyGroup, Job, ResultVariable
-from runs.slots import exclusive_key, group_key, slot_holders
-from runs.variables import set_variable
+from jobs.admin.display import EMPTY
+from jobs.models import ConcurrencyGroup, Job
+from jobs.specs import allowed_in_maintenance
 
 # A parent's tree is shown this deep at most (validation allows no loop).
 TREE_DEPTH = 5
+
+# The job editor's relations and the icons beside them: a group or a
+# variable may be added from here ("+"), none is deleted from here, and the
+# parent is a job, written in its own editor.
+RELATED_ICONS = {
+    "concurrency_group": {"can_delete_related": False},
+    "condition_variable": {"can_delete_related": False},
+    "result_variable": {"can_delete_related": False},
+    "parent": {"can_add_related": False, "can_change_related": False, "can_delete_related": False},
+}
 
 
 def group_html(group: ConcurrencyGroup) -> SafeString:
@@ -35,21 +45,40 @@ def group_html(group: ConcurrencyGroup) -> SafeString:
     )
 
 
-def children_tree_html(job: Job, depth: int = 0) -> SafeString | str:
-    """The job's children in their order, each with its own below it."""
-    children = list(job.children.order_by("child_order", "pk"))
-    if not children or depth >= TREE_DEPTH:
-        return EMPTY if depth == 0 else ""
+def children_tree_html(job: Job) -> SafeString | str:
+    """The job's children in their order (then by id), each with its own
+    below it, down to TREE_DEPTH levels: one query per level."""
+    by_parent: dict[int, list[Job]] = {}
+    level = [job.pk]
+    for _ in range(TREE_DEPTH):
+        children = list(
+            Job.objects.filter(parent_id__in=level)
+            .order_by("child_order", "pk")
+            .only("pk", "name", "enabled", "parent_id", "child_order")
+        )
+        for child in children:
+            by_parent.setdefault(child.parent_id or 0, []).append(child)
+        level = [child.pk for child in children]
+        if not level:
+            break
+    return _tree(by_parent, job.pk) or EMPTY
+
+
+def _tree(by_parent: dict[int, list[Job]], parent_id: int) -> SafeString | str:
+    children = by_parent.get(parent_id, [])
+    if not children:
+        return ""
     items = format_html_join(
         "",
-        "<li><a href='{}'>{}</a> (#{}){}{}</li>",
+        "<li><a href='{}'>{}</a> (#{}) <span class='takt-muted'>order {}{}</span>{}</li>",
         (
             (
                 reverse("admin:jobs_job_change", args=[child.pk]),
                 child.name,
                 child.pk,
-                "" if child.enabled else " — disabled, skipped",
-                children_tree_html(child, depth + 1),
+                child.child_order,
+                "" if child.enabled else " · disabled: skipped",
+                _tree(by_parent, child.pk),
             )
             for child in children
         ),
@@ -57,26 +86,34 @@ def children_tree_html(job: Job, depth: int = 0) -> SafeString | str:
     return format_html('<ol class="takt-children">{}</ol>', items)
 
 
-def _holders_html(key: str) -> SafeString | str:
-    try:
-        holders = slot_holders(key)
-    except RedisError as exc:
-        return f"unknown (Redis: {exc})"
-    if not holders:
-        return "free"
-    return format_html_join(
-        ", ",
-        "<a href='{}'>run #{}</a>{}",
-        (
-            (
-                reverse("admin:runs_run_change", args=[run_id]),
-                run_id,
-                " (reserved)" if reserved else "",
-            )
-            for run_id, reserved in holders
-            if run_id is not None
-        ),
-    )
+class GroupFilter(admin.SimpleListFilter):
+    """The job list by concurrency group (F-31): each group, exclusive, or
+    none. Shown once a group exists (one query: the groups)."""
+
+    title = "concurrency group"
+    parameter_name = "group"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        groups = [
+            (str(pk), name) for pk, name in ConcurrencyGroup.objects.values_list("pk", "name")
+        ]
+        if not groups:
+            return []
+        return [*groups, ("exclusive", "exclusive"), ("none", "in no group")]
+
+    def queryset(self, request: Any, queryset: QuerySet[Job]) -> QuerySet[Job]:
+        value = self.value()
+        if value == "exclusive":
+            return queryset.filter(exclusive=True)
+        if value == "none":
+            return queryset.filter(exclusive=False, concurrency_group__isnull=True)
+        if value and value.isdigit():
+            return queryset.filter(concurrency_group_id=int(value))
+        return queryset
+
+
+def jobs_in_group_url(group_id: int) -> str:
+    return reverse("admin:jobs_job_changelist") + f"?{GroupFilter.parameter_name}={group_id}"
 
 
 class AcceptedValues(forms.CharField):
@@ -102,6 +139,12 @@ class AcceptedValues(forms.CharField):
                 ) from None
         return values
 
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            return self.to_python(data) != list(initial or [])
+        except forms.ValidationError:
+            return True
+
 
 class JobForm(forms.ModelForm):
     """The job editor's form: the condition's values as text; a child's
@@ -124,102 +167,55 @@ class JobForm(forms.ModelForm):
     def clean_child_order(self) -> int:
         return self.cleaned_data.get("child_order") or 0
 
-
-class ConcurrencyGroupForm(forms.ModelForm):
-    class Meta:
-        model = ConcurrencyGroup
-        fields = ("name", "colour", "limit", "description")
-        widgets = {"colour": forms.TextInput(attrs={"type": "color"})}
-
-
-@admin.register(ConcurrencyGroup)
-class ConcurrencyGroupAdmin(admin.ModelAdmin):
-    """F-31: jobs in one group run at most `limit` at a time."""
-
-    form = ConcurrencyGroupForm
-    list_display = ("shown", "limit", "job_count", "holders", "description")
-    search_fields = ("name",)
-    readonly_fields = ("holders",)
-
-    class Media:
-        css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ConcurrencyGroup]:
-        return super().get_queryset(request).annotate(job_count=Count("jobs"))
-
-    @admin.display(description="Group", ordering="name")
-    def shown(self, obj: ConcurrencyGroup) -> Any:
-        return group_html(obj)
-
-    @admin.display(description="Jobs")
-    def job_count(self, obj: ConcurrencyGroup) -> int:
-        return int(getattr(obj, "job_count", 0))
-
-    @admin.display(description="Running now")
-    def holders(self, obj: ConcurrencyGroup) -> Any:
-        """The runs holding (or reserved) the group's slots now, from Redis."""
-        return _holders_html(group_key(obj.pk)) if obj.pk else EMPTY
+    def _update_errors(self, errors: ValidationError) -> None:
+        """The model's errors, but none on a field the form refused already:
+        the model saw that field's old value ("0, ok" refused leaves the
+        values empty) and would add a second message contradicting the first."""
+        if hasattr(errors, "error_dict"):
+            kept = {field: e for field, e in errors.error_dict.items() if field not in self.errors}
+            if not kept:
+                return
+            errors = ValidationError(kept)
+        super()._update_errors(errors)
 
 
-class ResultVariableForm(forms.ModelForm):
-    class Meta:
-        model = ResultVariable
-        fields = ("name", "value", "description")
+class CoordinationFields:
+    """The job admin's coordination column and read-only fields, and the
+    icons beside its relations (RELATED_ICONS)."""
 
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)  # type: ignore[misc]
+        for name, value in RELATED_ICONS.get(db_field.name, {}).items():
+            if field is not None and hasattr(field.widget, name):
+                setattr(field.widget, name, value)
+        return field
 
-@admin.register(ResultVariable)
-class ResultVariableAdmin(admin.ModelAdmin):
-    """F-32: the value each variable holds, and who set it."""
+    @admin.display(description="Group")
+    def group(self, obj: Job) -> Any:
+        """F-31: the group's name with its colour; exclusive jobs say so."""
+        if obj.exclusive:
+            return format_html(
+                '<span class="takt-group takt-group-exclusive">{}</span>', "exclusive"
+            )
+        group = obj.concurrency_group
+        if group is None:
+            return EMPTY
+        return group_html(group)
 
-    form = ResultVariableForm
-    list_display = ("name", "value", "changed", "set_by", "description")
-    search_fields = ("name",)
-    readonly_fields = ("changed", "set_by", "writers", "readers")
+    @admin.display(description="Children")
+    def children_tree(self, obj: Job) -> Any:
+        """F-04: the job's children in their order, with theirs below them."""
+        return children_tree_html(obj) if obj.pk else EMPTY
 
-    class Media:
-        css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
-
-    @admin.display(description="Changed")
-    def changed(self, obj: ResultVariable) -> Any:
-        return time_html(obj.changed_at) if obj.changed_at else EMPTY
-
-    @admin.display(description="Set by")
-    def set_by(self, obj: ResultVariable) -> Any:
-        if obj.changed_by_run is not None:
-            url = reverse("admin:runs_run_change", args=[obj.changed_by_run])
-            return format_html("<a href='{}'>run #{}</a>", url, obj.changed_by_run)
-        return obj.changed_by or EMPTY
-
-    @admin.display(description="Written by")
-    def writers(self, obj: ResultVariable) -> Any:
-        return _job_links(obj.writers.all()) if obj.pk else EMPTY
-
-    @admin.display(description="Read by (conditions)")
-    def readers(self, obj: ResultVariable) -> Any:
-        return _job_links(obj.readers.all()) if obj.pk else EMPTY
-
-    def save_model(
-        self, request: HttpRequest, obj: ResultVariable, form: Any, change: bool
-    ) -> None:
-        """A value set by hand goes through the service: recorded as set by
-        this user, and in the decision log."""
-        value_changed = change and "value" in form.changed_data
-        super().save_model(request, obj, form, change)
-        if value_changed:
-            set_variable(obj, obj.value, by=request.user.get_username(), now=timezone.now())
-
-
-def exclusive_holders_html() -> SafeString | str:
-    """The exclusive slot's holder, for the queue page."""
-    return _holders_html(exclusive_key())
-
-
-def _job_links(jobs: Any) -> SafeString | str:
-    links = [
-        (reverse("admin:jobs_job_change", args=[job.pk]), job.name, job.pk) for job in jobs[:50]
-    ]
-    if not links:
-        return EMPTY
-    return format_html_join(", ", "<a href='{}'>{}</a> (#{})", links)
+    @admin.display(description="Allowed during maintenance")
+    def maintenance_allowed(self, obj: Job) -> str:
+        """F-29: decided by the target's code, not here."""
+        if allowed_in_maintenance(obj):
+            return (
+                f"yes: {obj.target} is registered with allowed_during_maintenance=True"
+                " (set in code)"
+            )
+        return (
+            "no: during maintenance only targets registered with"
+            " @takt_job(..., allowed_during_maintenance=True) start (set in code)"
+        )

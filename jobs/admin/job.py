@@ -25,7 +25,7 @@ from redis import RedisError
 from heartbeats.explaining import explain_job  # the admin is glue over all three apps
 from jobs import services, specs
 from jobs.admin.calendars import HolidayCalendarAdmin  # noqa: F401  (registers it)
-from jobs.admin.coordination import JobForm, children_tree_html, group_html
+from jobs.admin.coordination import CoordinationFields, GroupFilter, JobForm
 from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
@@ -55,7 +55,6 @@ from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
 from jobs.models import Job
-from jobs.specs import allowed_in_maintenance
 from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
@@ -75,14 +74,14 @@ class BackfillForm(forms.Form):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(CoordinationFields, admin.ModelAdmin):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
         "name", "enabled", "schedule", "next_run", "last_run", "heartbeat_state", "group",
         "target", "code",
     )  # fmt: skip
-    list_filter = ("enabled", "paused", "kind", "queue", "code_managed")
+    list_filter = ("enabled", "paused", "kind", "queue", GroupFilter, "code_managed")
     search_fields = ("name", "key", "target")
     sortable_by = ("name",)  # any other column would sort every job to show one page
     show_full_result_count = False
@@ -248,31 +247,6 @@ class JobAdmin(admin.ModelAdmin):
     def heartbeat_state(self, obj: Job) -> Any:
         heartbeat = getattr(obj, "heartbeat", None)
         return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
-
-    @admin.display(description="Group")
-    def group(self, obj: Job) -> Any:
-        """F-31: the group's name with its colour; exclusive jobs say so."""
-        if obj.exclusive:
-            return format_html('<span class="takt-group takt-group-exclusive">exclusive</span>')
-        group = obj.concurrency_group
-        if group is None:
-            return EMPTY
-        return group_html(group)
-
-    @admin.display(description="Children")
-    def children_tree(self, obj: Job) -> Any:
-        """F-04: the job's children in their order, with theirs below them."""
-        return children_tree_html(obj) if obj.pk else EMPTY
-
-    @admin.display(description="Allowed during maintenance")
-    def maintenance_allowed(self, obj: Job) -> str:
-        """F-29: decided by the target's code, not here."""
-        if allowed_in_maintenance(obj):
-            return f"yes: {obj.target} is on the maintenance allow-list"
-        return (
-            "no: only functions registered with allowed_during_maintenance=True start"
-            " during maintenance"
-        )
 
     @admin.display(description="Run limit")
     def run_limit(self, obj: Job) -> str:

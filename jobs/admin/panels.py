@@ -91,7 +91,8 @@ def coordination_summary(job: Job) -> str:
     if job.pk is not None:
         n = job.children.count()
         if n:
-            parts.append(f"parent of {n} {'child' if n == 1 else 'children'}")
+            every = "" if job.stop_on_child_failure else ", runs them all after a failure"
+            parts.append(f"parent of {n} {'child' if n == 1 else 'children'}{every}")
     if allowed_in_maintenance(job):
         parts.append("allowed during maintenance")
     return " · ".join(parts) or "no group · no condition · no parent"

@@ -1,6 +1,8 @@
-"""The job editor's trigger inline (F-10..F-19, F-91): a form per trigger,
-weekdays as boxes, excluded calendars, and the next fire times of each
-saved trigger ("check schedule")."""
+"""The job editor's trigger inline (F-10..F-19, F-33, F-91): a form per
+trigger, weekdays as boxes, excluded calendars, a dependency's upstream job
+(typed into an autocomplete: there may be 100,000 jobs) and the ends of its
+runs as boxes, and the next fire times of each saved trigger ("check
+schedule")."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -17,19 +20,21 @@ from jobs import specs
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
 from jobs.core import triggers as core
 from jobs.core.constraints import WEEKDAY_NAMES
+from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.models import HolidayCalendar, Job, Trigger
-from jobs.policies import ALL_WEEKDAYS
+from jobs.policies import ALL_WEEKDAYS, TriggerKind
 
 PREVIEW_COUNT = 5
 
 
 WEEKDAY_CHOICES = [(str(day), name[:3]) for day, name in enumerate(WEEKDAY_NAMES)]
+STATUS_CHOICES = [(status, status.replace("_", " ")) for status in DEPENDENCY_STATUSES]
 _SHOWN = "__shown"
 
 
-class WeekdaysWidget(forms.CheckboxSelectMultiple):
-    """A box per weekday, plus a hidden marker: a form posted without the
-    field at all (a script, an old page) keeps the stored days, while
+class MarkedCheckboxes(forms.CheckboxSelectMultiple):
+    """A box per choice, plus a hidden marker: a form posted without the
+    field at all (a script, an old page) keeps the stored value, while
     unticking every box is an empty choice, which validation refuses."""
 
     def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> str:
@@ -48,7 +53,7 @@ class WeekdaysWidget(forms.CheckboxSelectMultiple):
 class WeekdaysField(forms.MultipleChoiceField):
     """Trigger.weekdays ("01234" = Monday to Friday) as checkboxes."""
 
-    widget = WeekdaysWidget
+    widget = MarkedCheckboxes
 
     def __init__(self, **kwargs: Any) -> None:
         # A new trigger ("Add another Trigger") starts with every day ticked,
@@ -66,8 +71,30 @@ class WeekdaysField(forms.MultipleChoiceField):
         return data is not None and super().has_changed(initial, data)
 
 
+class StatusesField(forms.MultipleChoiceField):
+    """Trigger.upstream_statuses (["succeeded", "failed"]) as checkboxes, in
+    their canonical order; a new trigger starts with "succeeded" ticked."""
+
+    widget = MarkedCheckboxes
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", ["succeeded"])
+        super().__init__(choices=STATUS_CHOICES, required=False, **kwargs)
+
+    def clean(self, value: Any) -> list[str]:
+        chosen = set(super().clean(value))
+        return [status for status in DEPENDENCY_STATUSES if status in chosen]
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return data is not None and super().has_changed(initial, data)
+
+
 class TriggerForm(forms.ModelForm):
     weekdays = WeekdaysField(label="Weekdays", help_text="The days it may fire on.")
+    upstream_statuses = StatusesField(
+        label="When it ends",
+        help_text="Start this job when a run of the upstream job ends with one of these.",
+    )
     exclude_calendars = forms.ModelMultipleChoiceField(
         HolidayCalendar.objects.all(),
         required=False,
@@ -88,6 +115,10 @@ class TriggerForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not self.initial.get("upstream_statuses"):
+            # None stored means "succeeded" (a trigger made in code, or of
+            # another kind: choosing "After another job" starts from it).
+            self.initial["upstream_statuses"] = ["succeeded"]
         if "jitter_seconds" in self.fields:
             self.fields["jitter_seconds"].required = False  # empty: no jitter
 
@@ -97,6 +128,10 @@ class TriggerForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        if cleaned.get("kind") == TriggerKind.DEPENDENCY and cleaned.get("upstream_statuses") == []:
+            # Validation would take "none" for the default, succeeded: an
+            # operator who unticked every box meant something else.
+            self.add_error("upstream_statuses", "tick at least one way its run ends")
         if "exclude_calendars" in cleaned:
             # Validation and the trigger's save see the chosen calendars
             # before the form writes them (after the trigger).
@@ -104,13 +139,37 @@ class TriggerForm(forms.ModelForm):
         return cleaned
 
 
+class TriggerFormSet(BaseInlineFormSet):
+    """The job's triggers. A new job made a child (F-04) is refused a
+    trigger here, on its kind, in the words of jobs/coordination.py: the
+    model's own check needs the job's id, which a job being added has not."""
+
+    def clean(self) -> None:
+        super().clean()
+        job = self.instance
+        if job.pk is not None or job.parent_id is None:
+            return
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None) or {}
+            if form.has_changed() and data.get("enabled") and not data.get("DELETE"):
+                form.add_error(
+                    "kind",
+                    f"job #(new) is a child of job #{job.parent_id}: it runs only as part of"
+                    " its parent's run and takes no trigger of its own (disable or delete"
+                    " this trigger, or clear its parent)",
+                )
+
+
 class TriggerInline(admin.StackedInline):
     """Triggers in the job editor. trigger_inline.js shows the fields of the
-    chosen kind (and, for calendar presets, of the chosen rule)."""
+    chosen kind (and, for calendar presets, of the chosen rule). The upstream
+    job of a dependency is an autocomplete (JobAdmin's search), which also
+    works in a form added with "Add another Trigger"."""
 
     model = Trigger
     fk_name = "job"
     form = TriggerForm
+    formset = TriggerFormSet
     extra = 0
     fieldsets = (
         (
@@ -122,6 +181,8 @@ class TriggerInline(admin.StackedInline):
                     "cron_expression",
                     ("interval_seconds", "interval_anchor", "start_at"),
                     "run_at",
+                    "upstream_job",
+                    "upstream_statuses",
                 )
             },
         ),
@@ -133,6 +194,15 @@ class TriggerInline(admin.StackedInline):
         (None, {"fields": ("jitter_seconds", ("next_run", "upcoming"))}),
     )
     readonly_fields = ("next_run", "upcoming")
+    autocomplete_fields = ("upstream_job",)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        """The upstream job offers "view" beside it, not "add" or "change":
+        a job is not written from a popup of another job's trigger."""
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "upstream_job" and field is not None:
+            field.widget.can_add_related = field.widget.can_change_related = False
+        return field
 
     # F-75: the triggers of a job declared in code are changed in code.
     def has_add_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
@@ -152,6 +222,8 @@ class TriggerInline(admin.StackedInline):
     def next_run(self, obj: Trigger) -> str:
         if obj.pk is None:
             return EMPTY
+        if obj.kind == TriggerKind.DEPENDENCY:
+            return "none by the clock: it fires when a run of the upstream job ends"
         if not obj.active:
             return format_html(
                 "{} <span class='takt-muted'>({})</span>",
@@ -164,6 +236,8 @@ class TriggerInline(admin.StackedInline):
     def upcoming(self, obj: Trigger) -> str:
         if obj.pk is None:
             return "Save to see the next fire times."
+        if obj.kind == TriggerKind.DEPENDENCY:
+            return format_html("{}: no fire times", specs.trigger_description(obj))
         now = timezone.now()
         try:
             spec = specs.trigger_spec(obj, now=now)

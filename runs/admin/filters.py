@@ -1,7 +1,8 @@
 """Filters and paging for the run list that stay fast with 1,000,000 runs
 (F-51): a job filter you type into (a sidebar listing 100,000 jobs would
-not do), date ranges, and a paginator that counts at most COUNT_CAP runs
-instead of the whole table."""
+not do), date ranges, held runs by what they wait for, a concurrency
+group's runs, and a paginator that counts at most COUNT_CAP runs instead
+of the whole table."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.functional import cached_property
 
-from jobs.models import Job
+from jobs.models import ConcurrencyGroup, Job
+from runs.models import RunStatus, WaitingFor
 
 COUNT_CAP = 10_000
 JOB_MATCHES = 1000  # jobs a name filter may stand for
@@ -143,3 +145,49 @@ def parse_moment(raw: str, *, end: bool = False) -> datetime | None:
             return None
         moment = datetime.combine(day + timedelta(days=1 if end else 0), datetime.min.time())
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+
+
+# F-31, F-34: held runs by what they wait for (Run.waiting_for); "job" is
+# a run held behind its job's running run (an overlap policy) or the
+# paused queue.
+WAITING = {
+    "group": ("for a slot of its group", {"waiting_for": WaitingFor.GROUP}),
+    "exclusive": ("for the exclusive slot", {"waiting_for": WaitingFor.EXCLUSIVE}),
+    "limit": ("for the global limit", {"waiting_for": WaitingFor.LIMIT}),
+    "job": ("for its job or the queue", {"waiting_for": WaitingFor.NOTHING}),
+}
+
+
+class WaitingFilter(admin.SimpleListFilter):
+    """Held runs (queued, not sent) by what they wait for: the run_active
+    index's queued runs, so cheap however many runs there are."""
+
+    title = "held, waiting"
+    parameter_name = "waiting"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(key, label) for key, (label, _) in WAITING.items()]
+
+    def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        chosen = WAITING.get(self.value() or "")
+        if chosen is None:
+            return queryset
+        return queryset.filter(status=RunStatus.QUEUED, held=True, **chosen[1])
+
+
+class GroupFilter(admin.SimpleListFilter):
+    """The runs of the jobs in one concurrency group (F-31); shown once a
+    group exists."""
+
+    title = "concurrency group"
+    parameter_name = "group"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(str(pk), name) for pk, name in ConcurrencyGroup.objects.values_list("pk", "name")]
+
+    def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value() or ""
+        if not value.isdigit():
+            return queryset
+        jobs = Job.objects.filter(concurrency_group_id=int(value)).values("pk")
+        return queryset.filter(job_id__in=jobs)

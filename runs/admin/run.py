@@ -3,7 +3,10 @@ run's page, read-only. Fast with 1,000,000 runs: newest first on the
 enqueued_at index (a job's runs on (job, enqueued_at), the queued/running
 and failed ones on their partial indexes), a bounded count
 (runs/admin/filters.py), a job filter you type into, no facets and no
-sorting of the whole table."""
+sorting of the whole table. A run's page says what caused it, lists the
+runs it caused (a parent run's children, the dependants its end started)
+and, for a held run, what it waits for (runs/admin/caused.py); the list
+shows that reason under a held run's status."""
 
 from __future__ import annotations
 
@@ -29,17 +32,23 @@ from jobs.admin.display import (
 )
 from jobs.errors import TaktError
 from jobs.models import Job
+from runs.admin.caused import cause_html, caused_panels, waiting_html, waiting_text
 from runs.admin.filters import (
     JOB_MATCHES,
     CappedPaginator,
     EnqueuedFilter,
     EnqueuedFromFilter,
     EnqueuedToFilter,
+    GroupFilter,
     JobFilter,
+    WaitingFilter,
 )
 from runs.admin.live import live_urls
 from runs.cancel import cancel_run
-from runs.models import ACTIVE_STATUSES, AuditRecord, Run
+from runs.models import ACTIVE_STATUSES, AuditRecord, Run, RunStatus, RunTrigger
+
+# The triggers of runs that something else started (F-04, F-33).
+CAUSED_TRIGGERS = (RunTrigger.DEPENDENCY, RunTrigger.PARENT)
 
 
 def time_column(field: str, label: str, *, compact: bool = False) -> Any:
@@ -56,14 +65,15 @@ def time_column(field: str, label: str, *, compact: bool = False) -> Any:
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = (
-        "run", "job_link", "trigger", "status_badge", "scheduled_in_list", "started_in_list", "duration",
-        "attempt", "worker",
+        "run", "job_link", "trigger", "status_in_list", "scheduled_in_list", "started_in_list",
+        "duration", "attempt", "worker",
     )  # fmt: skip
     list_display_links = ("run",)
     list_filter = (
-        JobFilter, "status", "trigger", EnqueuedFilter, EnqueuedFromFilter, EnqueuedToFilter,
+        JobFilter, "status", "trigger", WaitingFilter, GroupFilter, EnqueuedFilter,
+        EnqueuedFromFilter, EnqueuedToFilter,
     )  # fmt: skip
-    list_select_related = ("job",)
+    list_select_related = ("job", "job__concurrency_group")
     search_fields = ("job__name",)
     search_help_text = "A run's id (#123 or 123), or part of its job's name."
     ordering = ("-enqueued_at", "-id")
@@ -82,6 +92,8 @@ class RunAdmin(admin.ModelAdmin):
                 "fields": (
                     ("job_link", "status_badge"),
                     ("trigger", "attempt", "priority"),
+                    "cause_text",
+                    "waiting",
                     "message_text",
                 )
             },
@@ -111,7 +123,8 @@ class RunAdmin(admin.ModelAdmin):
         ),
     )
     readonly_fields = (
-        "job_link", "status_badge", "trigger", "attempt", "priority", "message_text", "scheduled",
+        "job_link", "status_badge", "trigger", "attempt", "priority", "cause_text", "waiting",
+        "message_text", "scheduled",
         "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
         "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
         "source_trigger",
@@ -126,6 +139,17 @@ class RunAdmin(admin.ModelAdmin):
         if request.resolver_match and request.resolver_match.url_name == "runs_run_changelist":
             runs = runs.defer("output", "params", "result")
         return runs
+
+    def get_fieldsets(self, request: HttpRequest, obj: Run | None = None) -> Any:
+        """The cause and the waiting reason only for the runs they concern."""
+        (title, first), *rest = super().get_fieldsets(request, obj)
+        hidden = set()
+        if obj is None or (obj.cause_id is None and obj.trigger not in CAUSED_TRIGGERS):
+            hidden.add("cause_text")
+        if obj is None or not (obj.held and obj.status == RunStatus.QUEUED):
+            hidden.add("waiting")
+        fields = tuple(f for f in first["fields"] if f not in hidden)
+        return ((title, {**first, "fields": fields}), *rest)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
@@ -164,6 +188,26 @@ class RunAdmin(admin.ModelAdmin):
     started = time_column("started_at", "Started")
     started_in_list = time_column("started_at", "Started", compact=True)
     finished = time_column("finished_at", "Finished")
+
+    @admin.display(description="Status")
+    def status_in_list(self, obj: Run) -> Any:
+        """The badge; under a held run's, what it waits for (F-31, F-34)."""
+        if not (obj.held and obj.status == RunStatus.QUEUED):
+            return status_badge(obj.status)
+        return format_html(
+            "{}<br><span class='takt-muted takt-waiting'>held: {}</span>",
+            status_badge(obj.status),
+            waiting_text(obj),
+        )
+
+    @admin.display(description="Cause")
+    def cause_text(self, obj: Run) -> Any:
+        """F-04, F-33: the upstream run whose end started it, or its parent run."""
+        return cause_html(obj)
+
+    @admin.display(description="Held")
+    def waiting(self, obj: Run) -> Any:
+        return waiting_html(obj)
 
     @admin.display(description="Message")
     def message_text(self, obj: Run) -> Any:
@@ -240,6 +284,7 @@ class RunAdmin(admin.ModelAdmin):
             and run.status in ACTIVE_STATUSES
             and self.has_cancel_permission(request)
         )
+        extra["caused_panels"] = caused_panels(run) if run is not None else []
         return super().change_view(request, object_id, form_url, extra_context=extra)
 
 

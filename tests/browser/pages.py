@@ -161,3 +161,29 @@ def cell_texts(rows: Locator) -> list[list[str]]:
     """The text of each cell of table rows `rows`, as the reader sees it."""
     script = "rows => rows.map(row => Array.from(row.cells, cell => cell.innerText.trim()))"
     return rows.evaluate_all(script)  # type: ignore[no-any-return]
+
+
+def choose_in_autocomplete(field: Locator, typed: str, option: str | re.Pattern[str]) -> None:
+    """In the admin's autocomplete `field` (the form row or box holding it):
+    open it, type `typed` into its search box and click the offered
+    `option`, as an operator does (Django's select2; its drop-down lives at
+    the end of the page)."""
+    page = field.page
+    field.locator(".select2-selection").click()
+    search = page.locator(".select2-container--open .select2-search__field")
+    search.fill(typed)
+    offered = page.locator(".select2-container--open .select2-results__option")
+    offered.filter(has_text=option).first.click()
+    expect(page.locator(".select2-container--open")).to_have_count(0)
+
+
+def coordination(page: Page) -> Locator:
+    """The job editor's Coordination section (F-04, F-31, F-32), opened."""
+    section = page.locator("fieldset").filter(
+        has=page.locator("h2", has_text=re.compile(r"^Coordination"))
+    )
+    expect(section).to_have_count(1)  # the page is there
+    closed = section.locator("details:not([open]) > summary")
+    if closed.count():  # collapsed (not when it holds an error)
+        closed.click()
+    return section

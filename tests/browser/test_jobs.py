@@ -103,6 +103,7 @@ def test_the_policies_are_collapsed_under_headings_that_say_what_they_hold(
         [
             "Dispatch — priority 5 · queue takt · timeout 5 min 00 s (stop) · overlap skip"
             " · missed runs: run once (latest)",
+            "Coordination — no group · no condition · no parent",
             "Retries — no retries",
             "Pause and limits — run limit 10 (0 done)",
             "Operations — no deadline · no notifications",

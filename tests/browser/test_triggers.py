@@ -2,7 +2,8 @@
 real browser (F-10..F-14, F-91, §11): interval and calendar triggers, a
 once time in the past refused at its field and then fixed, a wrong cron
 expression refused at its field, and only the fields of the chosen kind
-shown (jobs/static/jobs/trigger_inline.js)."""
+shown (jobs/static/jobs/trigger_inline.js). Dependencies:
+test_dependencies.py."""
 
 from __future__ import annotations
 
@@ -119,23 +120,27 @@ def test_a_wrong_cron_expression_is_refused_at_its_field(page: Page, shot: Shot)
 
 # The fields each kind shows (by label); every other trigger field is hidden.
 RESTRICTIONS = ["Timezone", "Weekdays", "Window start", "Window end", "Exclude calendars"]
+CLOCKED = ["Jitter (seconds)"]  # a dependency has no fire time to delay
 FIELDS_BY_KIND = {
-    "Cron expression": ["Cron expression", *RESTRICTIONS],
-    "Interval": ["Interval seconds", "Interval anchor", "Start at", *RESTRICTIONS],
-    "Once": ["Run at"],
-    "Calendar preset": ["Calendar rule", "Time of day", *RESTRICTIONS],
+    "Cron expression": ["Cron expression", *RESTRICTIONS, *CLOCKED],
+    "Interval": ["Interval seconds", "Interval anchor", "Start at", *RESTRICTIONS, *CLOCKED],
+    "Once": ["Run at", *CLOCKED],
+    "Calendar preset": ["Calendar rule", "Time of day", *RESTRICTIONS, *CLOCKED],
+    "After another job": ["Upstream job", "When it ends"],
 }
 KINDS = {
     "Cron expression": "cron",
     "Interval": "interval",
     "Once": "once",
     "Calendar preset": "calendar",
+    "After another job": "dependency",
 }
 REQUIRED_FIRST = {
     "Cron expression": "cron_expression",
     "Interval": "interval_seconds",
     "Once": "run_at",
     "Calendar preset": "calendar_rule",
+    "After another job": "upstream_job",
 }
 ALL_FIELDS = sorted({label for labels in FIELDS_BY_KIND.values() for label in labels})
 

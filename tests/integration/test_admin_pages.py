@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from heartbeats.processes import report_process
-from jobs.models import Job, QueueState
+from jobs.models import ConcurrencyGroup, Job, QueueState
 from runs.admin import filters as admin_filters
 from runs.models import Run, RunStatus
 from runs.queue import pause_queue, resume_queue_if_due
@@ -64,16 +64,26 @@ def test_the_job_list_shows_schedule_next_and_last_run_and_heartbeat(admin_clien
     assert "takt-state-new" in row  # no heartbeat yet
 
 
+def in_groups(jobs: list[Job], groups: list[ConcurrencyGroup]) -> None:
+    """Every fourth job exclusive, the others spread over `groups` (F-31)."""
+    for i, job in enumerate(jobs):
+        group = None if i % 4 == 0 else groups[i % len(groups)]
+        Job.objects.filter(pk=job.pk).update(concurrency_group=group, exclusive=group is None)
+
+
 def test_the_job_list_costs_the_same_queries_for_3_and_60_jobs(
     admin_client, django_assert_max_num_queries
 ):
-    jobs_with_runs(3)
+    groups = [ConcurrencyGroup.objects.create(name=f"group {i}") for i in range(3)]
+    in_groups(jobs_with_runs(3), groups)
     with django_assert_max_num_queries(12) as few:
         admin_client.get(reverse("admin:jobs_job_changelist"))
-    jobs_with_runs(60)
+    in_groups(jobs_with_runs(60), groups)
     with django_assert_max_num_queries(len(few.captured_queries)):
-        page = admin_client.get(reverse("admin:jobs_job_changelist"))
-    assert page.content.decode().count('class="takt-badge takt-status-') == 63
+        page = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
+    assert page.count('class="takt-badge takt-status-') == 63
+    assert page.count('<span class="takt-group takt-group-exclusive">exclusive</span>') == 16
+    assert page.count('<span class="takt-swatch" style="background:#2f6fde">') == 47
 
 
 def test_the_run_list_is_newest_first_with_badges_and_bounded_queries(

@@ -142,3 +142,25 @@ def test_the_preview_is_in_the_schema(admin_client):
     schema = admin_client.get(reverse("api-schema"), {"format": "json"}).json()
     assert "/api/v1/schedule/preview/" in schema["paths"]
     assert {"get", "post"} <= set(schema["paths"]["/api/v1/schedule/preview/"])
+
+
+def test_a_dependency_previews_its_words_and_no_fire_times(admin_client):
+    """What the admin's trigger form sends for "After another job" (F-33)."""
+    upstream = make_job("import")
+    answer = post(
+        admin_client,
+        kind="dependency",
+        upstream_job=upstream.pk,
+        upstream_statuses=["succeeded", "failed"],
+        cron_expression="",
+        timezone="",
+    )
+    assert answer.status_code == 200, answer.json()
+    body = answer.json()
+    assert body["description"] == f"after job 'import' (#{upstream.pk}) ends succeeded or failed"
+    assert body["fire_times"] == []
+    missing = post(
+        admin_client, kind="dependency", upstream_job=None, upstream_statuses=["succeeded"]
+    )
+    assert missing.status_code == 400
+    assert missing.json() == {"upstream_job": ["required for a dependency trigger"]}

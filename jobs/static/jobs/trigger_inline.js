@@ -1,15 +1,19 @@
 // Show only the fields that belong to each trigger's kind (cron, interval,
-// once, calendar) and, for a calendar preset, to its rule. A field with an
+// once, calendar, dependency) and, for a calendar preset, to its rule. A field with an
 // error always stays visible, and a fieldset left without a visible field is
 // hidden as a whole.
 "use strict";
 (function () {
   const RESTRICTIONS = ["timezone", "weekdays", "window_start", "window_end", "exclude_calendars"];
+  // A dependency fires when another job's run ends: no clock, so no jitter
+  // and no next run.
+  const CLOCKED = ["jitter_seconds", "next_run"];
   const FIELDS = {
-    cron: ["cron_expression"].concat(RESTRICTIONS),
-    interval: ["interval_seconds", "interval_anchor", "start_at"].concat(RESTRICTIONS),
-    once: ["run_at"],
-    calendar: ["calendar_rule", "at_time", "day_of_month", "month"].concat(RESTRICTIONS),
+    cron: ["cron_expression"].concat(RESTRICTIONS, CLOCKED),
+    interval: ["interval_seconds", "interval_anchor", "start_at"].concat(RESTRICTIONS, CLOCKED),
+    once: ["run_at"].concat(CLOCKED),
+    calendar: ["calendar_rule", "at_time", "day_of_month", "month"].concat(RESTRICTIONS, CLOCKED),
+    dependency: ["upstream_job", "upstream_statuses"],
   };
   // Calendar rules that use the day of the month, and the month.
   const RULE_FIELDS = {

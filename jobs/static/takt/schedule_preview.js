@@ -13,6 +13,8 @@
   const SPLIT_TIMES = ["start_at", "run_at"];
   // Errors that only say a field is still empty go into the box, not beside the field.
   const REQUIRED = /^required for /;
+  // As jobs/admin/triggers.py's TriggerForm says it.
+  const NO_STATUS = "tick at least one way its run ends";
 
   function csrfToken() {
     const input = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -49,6 +51,15 @@
     if (days.length) {
       data.weekdays = Array.from(days).filter(function (d) { return d.checked; })
         .map(function (d) { return d.value; }).join("");
+    }
+    // A dependency (F-33): the upstream job's id (the autocomplete's select)
+    // and the ends of its runs that start this job.
+    const upstream = input(box, "upstream_job");
+    if (upstream) data.upstream_job = upstream.value ? Number(upstream.value) : null;
+    const ends = box.querySelectorAll("input[type=checkbox][name='" + box.dataset.prefix + "-upstream_statuses']");
+    if (ends.length) {
+      data.upstream_statuses = Array.from(ends).filter(function (e) { return e.checked; })
+        .map(function (e) { return e.value; });
     }
     const calendars = box.querySelectorAll("input[type=checkbox][name='" + box.dataset.prefix + "-exclude_calendars']");
     if (calendars.length) {
@@ -89,12 +100,17 @@
 
   // Once the operator edits a trigger, the live check supersedes the errors
   // of the refused save the page came back with.
+  // Except a dependency's refused upstream job (a cycle) while it is still
+  // the one refused: the preview cannot tell a cycle, which needs the job.
   function dropServerErrors(box) {
+    const upstream = input(box, "upstream_job");
+    const kept = upstream && upstream.value === box.dataset.refusedUpstream
+      ? box.querySelector(".form-row.field-upstream_job") : null;
     box.querySelectorAll(".errorlist:not(.takt-live-error)").forEach(function (list) {
-      if (!list.closest(".takt-preview")) list.remove();
+      if (!list.closest(".takt-preview") && !(kept && kept.contains(list))) list.remove();
     });
     box.querySelectorAll(".form-row.errors, .fieldBox.errors").forEach(function (row) {
-      row.classList.remove("errors");
+      if (row !== kept) row.classList.remove("errors");
     });
   }
 
@@ -118,7 +134,10 @@
     panel.appendChild(words);
     if (!preview.fire_times.length) {
       const never = document.createElement("p");
-      never.textContent = "Never fires again.";
+      const kind = input(box, "kind");
+      never.textContent = kind && kind.value === "dependency"
+        ? "No fire times: it starts each time a run of that job ends so."
+        : "Never fires again.";
       panel.appendChild(never);
       return;
     }
@@ -156,11 +175,20 @@
       return;
     }
     const sent = ++box.takt_sequence;
+    const data = payload(box);
+    if (data.kind === "dependency" && data.upstream_statuses && !data.upstream_statuses.length) {
+      // The API takes "none" for the default (succeeded); saving the form refuses it.
+      clearErrors(box);
+      box.dataset.previewState = "error";
+      showFieldError(box, "upstream_statuses", [NO_STATUS]);
+      render(box, { note: "Fix the field marked above." });
+      return;
+    }
     fetch(URL, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), "Accept": "application/json" },
-      body: JSON.stringify(payload(box)),
+      body: JSON.stringify(data),
     }).then(function (response) {
       return response.json().catch(function () { return {}; }).then(function (body) {
         return { status: response.status, body: body };
@@ -201,6 +229,10 @@
     const kind = box.querySelector("select[name$='-kind']");
     if (!kind) return;
     box.dataset.prefix = kind.name.slice(0, -"-kind".length);
+    const upstream = input(box, "upstream_job");
+    if (upstream && box.querySelector(".form-row.field-upstream_job .errorlist")) {
+      box.dataset.refusedUpstream = upstream.value;
+    }
     box.takt_sequence = 0;
     const panel = document.createElement("div");
     panel.className = "takt-preview module";
@@ -213,6 +245,9 @@
     };
     box.addEventListener("input", later);
     box.addEventListener("change", later);
+    // The upstream job's autocomplete (select2) says "change" through jQuery
+    // only, which listeners added with addEventListener never hear.
+    if (window.django && window.django.jQuery) window.django.jQuery(box).on("change", "select", later);
     attached.push(later);
     // The server's list of the saved trigger's times is replaced by this one.
     box.querySelectorAll(".fieldBox.field-upcoming").forEach(function (el) { el.style.display = "none"; });
