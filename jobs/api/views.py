@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from heartbeats.queue_status import queue_status
 from jobs import services
-from jobs.api.auth import is_user, job_token
+from jobs.api.auth import caller, is_user, job_token
 from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
@@ -57,13 +57,6 @@ class PauseSerializer(serializers.Serializer):
     until = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text="Resume by itself then."
     )
-
-
-def _who(request: Request) -> str:
-    if is_user(request):
-        return f"{request.user.get_username()} (API)"
-    token = request.auth
-    return f"token {getattr(token, 'name', '?')} (API)"
 
 
 class JobViewSet(
@@ -192,7 +185,7 @@ class JobViewSet(
         services.pause_job(
             job.pk,
             note=body.validated_data["note"],
-            by=_who(request),
+            by=caller(request),
             now=timezone.now(),
             until=until,
         )
@@ -294,7 +287,7 @@ class QueueViewSet(viewsets.ViewSet):
         body.is_valid(raise_exception=True)
         queue.pause_queue(
             note=body.validated_data["note"],
-            by=_who(request),
+            by=caller(request),
             until=body.validated_data["until"],
             now=timezone.now(),
         )
