@@ -33,6 +33,7 @@ class RunSerializer(serializers.ModelSerializer):
     job_name = serializers.CharField(source="job.name", read_only=True)
     cause = serializers.PrimaryKeyRelatedField(
         read_only=True,
+        allow_null=True,
         help_text="The run whose end started this one (trigger `dependency`), or the parent"
         " run it is part of (trigger `parent`); null: none.",
     )
