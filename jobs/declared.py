@@ -14,6 +14,10 @@ and complete: an omitted field takes the model's default. The sync:
    the admin's rules); one bad declaration raises ImproperlyConfigured
    naming the key and the field, and nothing changes;
 2. creates or updates each declared job by key and marks it code-managed.
+   A declaration may name another declared job (`parent`, a dependency's
+   `upstream_job`, by key; jobs.references), in any order: the jobs a
+   declaration names are saved first, and it is then planned against
+   them; a loop of such references is refused.
    enabled, paused, pause_note and paused_until are the operator's once the
    job exists: the declaration sets them only when it creates (or takes
    over) the job. Triggers are matched by schedule, so an unchanged schedule
@@ -183,7 +187,8 @@ def _from_decorator(name: str, options: dict[str, Any]) -> Declaration:
 def sync_declared_jobs(*, now: datetime, dry_run: bool = False) -> SyncReport:
     """Create, update and retire code-managed jobs so that the database
     matches the declarations (see the module docstring). Idempotent: a sync
-    with nothing to change writes nothing. `dry_run`: report, write nothing.
+    with nothing to change writes nothing. `dry_run`: report; nothing stays
+    written (declarations that name each other are saved, then rolled back).
     Raises ImproperlyConfigured naming the key and field of a bad
     declaration; then nothing stored has changed."""
     found = declarations()
