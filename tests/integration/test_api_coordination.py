@@ -143,6 +143,7 @@ BAD_JOBS = [
     ({"concurrency_group": "Imports", "exclusive": True}, "exclusive", "in no group"),
     ({"parent": "nope"}, "parent", "no job has the key 'nope'"),
     ({"parent": 987654}, "parent", "no job has the id 987654"),
+    ({"parent": 2**70}, "parent", f"no job has the id {2**70}"),  # past a bigint
     ({"parent": 1.5}, "parent", "give a job's key (a string) or id (an integer)"),
     ({"parent": ""}, "parent", "give a job's key (a string) or id (an integer)"),
     ({"parent": "grouped"}, "parent", "is exclusive or in a group"),
