@@ -14,6 +14,10 @@ and complete: an omitted field takes the model's default. The sync:
    the admin's rules); one bad declaration raises ImproperlyConfigured
    naming the key and the field, and nothing changes;
 2. creates or updates each declared job by key and marks it code-managed.
+   A declaration may name another declared job (`parent`, a dependency's
+   `upstream_job`, by key; jobs.references), in any order: the jobs a
+   declaration names are saved first, and it is then planned against
+   them; a loop of such references is refused.
    enabled, paused, pause_note and paused_until are the operator's once the
    job exists: the declaration sets them only when it creates (or takes
    over) the job. Triggers are matched by schedule, so an unchanged schedule
@@ -42,10 +46,18 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 
 from jobs import registry
-from jobs.definitions import OPERATOR_FIELDS, save_definition
-from jobs.exchange import InvalidDefinition, job_state, parse_definition, plan_changes, plan_job
+from jobs.definitions import OPERATOR_FIELDS, DefinitionPlan, save_definition
+from jobs.exchange import (
+    Definition,
+    InvalidDefinition,
+    job_state,
+    parse_definition,
+    plan_changes,
+    plan_job,
+)
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
+from jobs.references import FileJobs, pending_references, saving_order
 
 log = logging.getLogger("takt.declared")
 
@@ -175,7 +187,8 @@ def _from_decorator(name: str, options: dict[str, Any]) -> Declaration:
 def sync_declared_jobs(*, now: datetime, dry_run: bool = False) -> SyncReport:
     """Create, update and retire code-managed jobs so that the database
     matches the declarations (see the module docstring). Idempotent: a sync
-    with nothing to change writes nothing. `dry_run`: report, write nothing.
+    with nothing to change writes nothing. `dry_run`: report; nothing stays
+    written (declarations that name each other are saved, then rolled back).
     Raises ImproperlyConfigured naming the key and field of a bad
     declaration; then nothing stored has changed."""
     found = declarations()
@@ -193,11 +206,26 @@ def sync_declared_jobs(*, now: datetime, dry_run: bool = False) -> SyncReport:
 
 def _sync(found: list[Declaration], *, now: datetime, dry_run: bool) -> SyncReport:
     report = SyncReport()
-    plans = []
-    problems: list[tuple[str, str, str]] = []
-    for item in found:
+    jobs = FileJobs.of([item.raw for item in found], [item.where.rstrip(".") for item in found])
+    definitions, refs, problems = _parse_all(found, jobs)
+    order, loop = saving_order(list(definitions), refs, jobs.labels)
+    if loop is not None:
+        position, path, message = loop
+        problems.append((found[position].where, path, message))
+    if problems:
+        raise ImproperlyConfigured(str(InvalidDefinition(problems)))
+    # A declaration that names another one not created yet is planned once
+    # that one is saved: then the sync writes as it goes (a dry run, and a
+    # refusal, roll it back with the caller's transaction).
+    linked = any(refs.values())
+    plans: dict[int, DefinitionPlan] = {}
+    outcome: dict[int, str] = {}
+    for position in order:
+        item = found[position]
         try:
-            definition = parse_definition(item.raw, where=item.where)
+            definition = definitions[position]
+            if refs[position]:
+                definition = _parse_again(item, jobs)
             job = Job.objects.select_for_update().filter(key=item.key).first()
             if job is not None and job.code_managed:
                 for name in OPERATOR_FIELDS:  # the operator's, once the job exists
@@ -209,16 +237,22 @@ def _sync(found: list[Declaration], *, now: datetime, dry_run: bool) -> SyncRepo
             continue
         changes = plan_changes(before, plan)
         if plan.creates:
-            report.created.append(item.key)
+            outcome[position] = "created"
         elif changes or not plan.job.code_managed:
-            report.updated.append(item.key)
+            outcome[position] = "updated"
         else:
-            report.unchanged.append(item.key)
-            continue
-        report.changes[item.key] = changes
-        plans.append(plan)
+            outcome[position] = "unchanged"
+        if outcome[position] != "unchanged":
+            report.changes[item.key] = changes
+            plans[position] = plan
+            plan.job.code_managed = True
+            if linked:
+                save_definition(plan, by=SYNC_BY, now=now)
+        jobs.saved[position] = plan.job
     if problems:
         raise ImproperlyConfigured(str(InvalidDefinition(problems)))
+    for position, action in sorted(outcome.items()):  # in the order declared
+        getattr(report, action).append(found[position].key)
     retired = list(
         Job.objects.select_for_update()
         .filter(code_managed=True, key__isnull=False)
@@ -227,14 +261,53 @@ def _sync(found: list[Declaration], *, now: datetime, dry_run: bool) -> SyncRepo
     )
     report.retired = [job.key or "" for job in retired]
     if dry_run:
+        if linked:
+            transaction.set_rollback(True)
         return report
-    for plan in plans:
-        plan.job.code_managed = True
-        job = save_definition(plan, by=SYNC_BY, now=now)
-        log.info("declared job %s synced", job.key, extra={"job_id": job.pk})
+    for position in order:
+        if position in plans:
+            job = (
+                plans[position].job
+                if linked
+                else save_definition(plans[position], by=SYNC_BY, now=now)
+            )
+            log.info("declared job %s synced", job.key, extra={"job_id": job.pk})
     for job in retired:
         _retire(job, now=now)
     return report
+
+
+def _parse_all(
+    found: list[Declaration], jobs: FileJobs
+) -> tuple[dict[int, Definition], dict[int, dict[str, int]], list[tuple[str, str, str]]]:
+    """Every declaration parsed (by position), the declarations each names
+    that are not saved yet, and the problems."""
+    definitions: dict[int, Definition] = {}
+    refs: dict[int, dict[str, int]] = {}
+    problems: list[tuple[str, str, str]] = []
+    for position, item in enumerate(found):
+        try:
+            definition = parse_definition(item.raw, where=item.where, resolve=jobs.resolve)
+        except InvalidDefinition as exc:
+            problems += exc.problems
+            continue
+        definitions[position] = definition
+        refs[position] = pending_references(definition.values, definition.triggers)
+    return definitions, refs, problems
+
+
+def _parse_again(item: Declaration, jobs: FileJobs) -> Definition:
+    """A declaration naming others, parsed again now that they are saved."""
+    definition = parse_definition(item.raw, where=item.where, resolve=jobs.resolve)
+    left = pending_references(definition.values, definition.triggers)
+    if left:  # what it names was refused
+        raise InvalidDefinition(
+            [
+                (item.where, path, f"names {jobs.labels[position]}, which was refused")
+                for path, position in left.items()
+            ]
+        )
+    return definition
 
 
 def _retire(job: Job, *, now: datetime) -> None:

@@ -80,14 +80,20 @@ class DefinitionPlan:
 
 
 def _schedule_key(values: dict[str, Any], calendars: list[HolidayCalendar]) -> tuple[Any, ...]:
+    upstream = values.get("upstream_job")
+    dependency = values.get("kind") == TriggerKind.DEPENDENCY
     return (
         *(values.get(name) for name in (*SCHEDULE_FIELDS, "enabled", "jitter_seconds")),
         tuple(sorted(c.pk for c in calendars)),
+        # A dependency's "schedule": the job it follows and the ends it takes.
+        getattr(upstream, "pk", upstream) if dependency else None,
+        tuple(sorted(set(values.get("upstream_statuses") or ["succeeded"]))) if dependency else (),
     )
 
 
 def _stored_key(trigger: Trigger) -> tuple[Any, ...]:
-    values = {name: getattr(trigger, name) for name in TRIGGER_FIELDS}
+    values = {name: getattr(trigger, name) for name in TRIGGER_FIELDS if name != "upstream_job"}
+    values["upstream_job"] = trigger.upstream_job_id  # no query for the job itself
     return _schedule_key(values, list(trigger.exclude_calendars.all()))
 
 
@@ -109,6 +115,7 @@ def plan_definition(
     fired) it is taken as fired: stored, with no next run."""
     job = job if job is not None else Job()
     pause_changed = "paused" in values and (job.pk is None or job.paused != values["paused"])
+    stored_parent = job.parent_id
     for name, value in values.items():
         setattr(job, name, value)
     errors: dict[str, Any] = {}
@@ -116,6 +123,16 @@ def plan_definition(
         job.full_clean()
     except ValidationError as exc:
         errors.update(exc.message_dict)
+    if triggers is None and "parent" not in errors and job.parent_id not in (None, stored_parent):
+        # Becoming a child with its triggers left as they are: each trigger
+        # is validated only when it is written, so look at the stored ones.
+        enabled = job.triggers.filter(enabled=True).count() if job.pk is not None else 0
+        if enabled:
+            errors["parent"] = [
+                f"job #{job.pk} has {enabled} enabled trigger(s), and a child takes no trigger"
+                " of its own (it runs only as part of its parent's run): disable or delete"
+                ' them in the same change (e.g. "triggers": [])'
+            ]
     plan = DefinitionPlan(job, None, pause_changed=pause_changed)
     if triggers is not None:
         plan.triggers, plan.delete, trigger_errors = _plan_triggers(
@@ -166,9 +183,19 @@ def _plan_triggers(
         except ValidationError as exc:
             errors.append(exc.message_dict)
             continue
+        if job.pk is None and job.parent_id is not None and trigger.enabled:
+            # Trigger.clean checks this against a saved job only.
+            errors.append({"kind": [_CHILD_TAKES_NO_TRIGGER.format(parent=job.parent_id)]})
+            continue
         errors.append({})
         plans.append(TriggerPlan(trigger, calendars))
     return plans, list(unmatched.values()), errors
+
+
+_CHILD_TAKES_NO_TRIGGER = (
+    "the new job is a child of job #{parent}: it runs only as part of its parent's run and"
+    " takes no trigger of its own (disable or delete this trigger, or clear its parent)"
+)
 
 
 def _fired_once(trigger: Trigger, *, now: datetime) -> bool:

@@ -1,9 +1,12 @@
-"""Jobs as data (F-74): `export_jobs` and `import_jobs`, and the reading of
-one job definition that jobs declared in code (F-75, jobs.declared) share.
+"""Jobs as data (F-74): `export_jobs`, and the reading of one job
+definition that `import_jobs` (jobs.importing) and jobs declared in code
+(F-75, jobs.declared) share.
 
 The format is JobSerializer's, one shape with the REST API: a list of jobs,
 each with every editable Job field and its `triggers` (every editable
-Trigger field, `exclude_calendars` as calendar names). Read-only state
+Trigger field, `exclude_calendars` as calendar names). References are by
+name: a concurrency group and a result variable by their names, a job
+(`parent`, `upstream_job`) by its key, else its id. Read-only state
 (next_run_at, runs_done, ...) is left out of an export and ignored on
 import; `id` is exported for reference. A definition is complete: a field it
 omits takes the model's default, and omitted `triggers` means none.
@@ -20,14 +23,13 @@ input with the admin's message on the same field:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import yaml
-from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from jobs.definitions import (
     JOB_FIELDS,
@@ -35,12 +37,17 @@ from jobs.definitions import (
     DefinitionInvalid,
     DefinitionPlan,
     plan_definition,
-    save_definition,
 )
 from jobs.errors import TaktError
 from jobs.models import Job
 from jobs.policies import TriggerKind
-from jobs.serializers import JobSerializer, TriggerSerializer
+from jobs.references import Resolver, reference_of, stored_job
+from jobs.serializers import (
+    JOB_RELATIONS,
+    RETIRED_JOB_FIELDS,
+    JobSerializer,
+    TriggerSerializer,
+)
 from jobs.specs import trigger_description
 
 FORMATS = ("yaml", "json")
@@ -89,13 +96,20 @@ class Definition:
     id: Any = None
 
 
-def parse_definition(raw: Any, *, where: str) -> Definition:
+def parse_definition(raw: Any, *, where: str, resolve: Resolver = stored_job) -> Definition:
     """Convert one job in the export format. Raises InvalidDefinition naming
-    `where` and the field (also for fields the format does not know)."""
+    `where` and the field (also for fields the format does not know, and
+    those it no longer has: RETIRED_JOB_FIELDS). References to jobs go
+    through `resolve` (jobs.references; a Pending one is left in the
+    values)."""
     if not isinstance(raw, dict):
         raise InvalidDefinition([(where, "", f"expected a mapping of fields, got {raw!r}")])
     job_fields, trigger_fields = set(_Reader().fields), set(TriggerSerializer().fields)
-    problems = [(where, name, "unknown field") for name in raw if name not in job_fields]
+    problems = [
+        (where, name, RETIRED_JOB_FIELDS.get(name, "unknown field"))
+        for name in raw
+        if name not in job_fields
+    ]
     triggers_raw = raw.get("triggers")
     if isinstance(triggers_raw, list):
         for i, entry in enumerate(triggers_raw):
@@ -106,7 +120,7 @@ def parse_definition(raw: Any, *, where: str) -> Definition:
         problems.append((where, "interval_minutes", "give either interval_minutes or triggers"))
     if problems:
         raise InvalidDefinition(problems)
-    reader = _Reader(data=raw)
+    reader = _Reader(data=raw, context={"resolve_job": resolve})
     if not reader.is_valid():
         raise InvalidDefinition([(where, path, msg) for path, msg in _walk(reader.errors, "")])
     data = dict(reader.validated_data)
@@ -186,6 +200,10 @@ def job_state(job: Job | None) -> dict[str, Any]:
 def _show(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, Job):
+        return repr(reference_of(value))
+    if isinstance(value, Model):  # a concurrency group or result variable: its name
+        return repr(str(value))
     return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
 
 
@@ -199,7 +217,11 @@ def export_queryset(
     exist, else InvalidDefinition), or every job; jobs declared in code only
     when asked for by key or with `include_code_managed`."""
     keys = list(keys)
-    jobs = Job.objects.order_by("name", "id").prefetch_related("triggers__exclude_calendars")
+    jobs = (
+        Job.objects.order_by("name", "id")
+        .select_related(*JOB_RELATIONS)
+        .prefetch_related("triggers__exclude_calendars", "triggers__upstream_job")
+    )
     if keys:
         missing = sorted(
             set(keys) - set(Job.objects.filter(key__in=keys).values_list("key", flat=True))
@@ -239,115 +261,3 @@ def format_of(path: str, given: str | None) -> str:
     if given:
         return given
     return "json" if path.lower().endswith(".json") else "yaml"
-
-
-# --- import -----------------------------------------------------------------------
-
-
-@dataclass
-class ImportItem:
-    """One job of an import: `action` is create, update or unchanged."""
-
-    action: str
-    label: str
-    changes: list[str] = field(default_factory=list)
-    plan: DefinitionPlan | None = None
-
-
-# on_progress(done, total, note): `done` steps of `total`, a check per
-# entry and (unless dry) a save per entry.
-ImportProgress = Callable[[int, int, str], None]
-
-
-def import_jobs(
-    entries: Any,
-    *,
-    now: datetime,
-    by: str,
-    dry_run: bool = False,
-    on_progress: ImportProgress | None = None,
-) -> list[ImportItem]:
-    """Create or update the jobs in `entries` (a list in the export format):
-    check every entry, then save them all in one transaction (all or
-    nothing). A job with a `key` updates the job with that key; one
-    without updates the job whose id and name both match; else it is new.
-    Raises InvalidDefinition naming each refused job (entry number, key,
-    name) and field, and then nothing stored changes; a job whose key or id
-    belongs to a job declared in code is refused. `dry_run`: plan only.
-    `on_progress` is called after each entry is checked and each is saved."""
-    if not isinstance(entries, list):
-        raise InvalidDefinition([("file ", "", "expected a list of jobs (as export_jobs writes)")])
-    steps = len(entries) * (1 if dry_run else 2)
-    report = on_progress or (lambda done, total, note: None)
-    # Planning only reads, so it runs outside the transaction: on SQLite an
-    # (IMMEDIATE) transaction holds the one write lock, which would stop the
-    # beat, the workers and the import's own progress for the whole check.
-    # On PostgreSQL (READ COMMITTED) planning inside saw no steadier data.
-    items = _plan_import(entries, now=now, report=lambda n, note: report(n, steps, note))
-    if not dry_run:
-        with transaction.atomic():
-            for n, item in enumerate(items, start=len(entries) + 1):
-                if item.plan is not None and item.action != "unchanged":
-                    save_definition(item.plan, by=by, now=now)
-                report(n, steps, f"saved {item.label}")
-    return items
-
-
-def _plan_import(
-    entries: list[Any], *, now: datetime, report: Callable[[int, str], None]
-) -> list[ImportItem]:
-    problems: list[tuple[str, str, str]] = []
-    items: list[ImportItem] = []
-    claimed: dict[int, str] = {}
-    for n, raw in enumerate(entries, start=1):
-        where = _label(n, raw) + ": "
-        report(n - 1, f"checking {where.rstrip(': ')}")
-        try:
-            definition = parse_definition(raw, where=where)
-            job = _match(definition, where=where)
-            if job is not None and job.pk in claimed:
-                raise InvalidDefinition([(where, "", f"matches the same job as {claimed[job.pk]}")])
-            if job is not None:
-                claimed[job.pk] = where.rstrip(": ")
-            before = job_state(job)
-            plan = plan_job(job, definition, where=where, now=now)
-        except InvalidDefinition as exc:
-            problems += exc.problems
-            continue
-        changes = plan_changes(before, plan)
-        action = "create" if plan.creates else ("update" if changes else "unchanged")
-        items.append(ImportItem(action, where.rstrip(": "), changes, plan))
-    report(len(entries), f"checked {len(entries)} job(s), {len(problems)} problem(s)")
-    if problems:
-        raise InvalidDefinition(problems)
-    return items
-
-
-def _label(n: int, raw: Any) -> str:
-    if not isinstance(raw, dict):
-        return f"job {n}"
-    parts = [f"{k} {raw[k]!r}" for k in ("key", "name") if raw.get(k)]
-    return f"job {n} ({', '.join(parts)})" if parts else f"job {n}"
-
-
-def _match(definition: Definition, *, where: str) -> Job | None:
-    key = definition.values["key"]
-    if key:
-        job = Job.objects.filter(key=key).first()
-    elif definition.id is not None:
-        job = Job.objects.filter(
-            pk=_int_or_none(definition.id), name=definition.values["name"]
-        ).first()
-    else:
-        job = None
-    if job is not None and job.code_managed:
-        message = f"job #{job.pk} is declared in code (code_managed): change it there"
-        raise InvalidDefinition([(where, "key" if key else "id", message)])
-    return job
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

@@ -5,18 +5,25 @@ JobSerializer is also the export format of `export_jobs` and the input of
 DRF converts types; the rules are the admin's, applied by
 jobs.definitions.plan_definition (model full_clean), so the API never
 validates a field differently from the admin.
+
+References travel as names, so that an export means the same on another
+installation: a concurrency group and a result variable by name, a job
+(`parent`, a dependency's `upstream_job`) by its key, else its id
+(jobs.references).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Min
+from django.db.models import Min, Model
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.definitions import (
     JOB_FIELDS,
     OPERATOR_FIELDS,
@@ -25,11 +32,22 @@ from jobs.definitions import (
     plan_definition,
     save_definition,
 )
-from jobs.models import HolidayCalendar, Job, Trigger
+from jobs.models import ConcurrencyGroup, HolidayCalendar, Job, ResultVariable, Trigger
 from jobs.policies import IntervalAnchorChoice, TriggerKind
+from jobs.references import reference_of, stored_job
 from jobs.specs import trigger_description
 
 INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
+# The relations a job names (by name or key): fetch them with the jobs.
+JOB_RELATIONS = ("concurrency_group", "result_variable", "condition_variable", "parent")
+# Job fields that are gone, with what replaces them: a definition that still
+# has one is refused with this (an old export must not lose it silently).
+RETIRED_JOB_FIELDS = {
+    "allowed_during_maintenance": (
+        "no longer a job field: the maintenance allow-list is code's (F-29). Register the"
+        ' job\'s function with @takt_job("name", allowed_during_maintenance=True) instead'
+    ),
+}
 
 
 class ModelRulesSerializer(serializers.ModelSerializer):
@@ -44,6 +62,90 @@ class ModelRulesSerializer(serializers.ModelSerializer):
         return field_class, kwargs
 
 
+class ByName(serializers.SlugRelatedField):
+    """A concurrency group or result variable named by its name (any case:
+    names are unique whatever the case)."""
+
+    def __init__(self, model: type[Model], what: str, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        super().__init__(
+            slug_field="name",
+            queryset=model._default_manager.all(),
+            error_messages={
+                "does_not_exist": f"no {what} is named {{value!r}}",
+                "invalid": f"give the {what}'s name",
+            },
+            **kwargs,
+        )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        try:
+            return self.get_queryset().get(name__iexact=data)
+        except ObjectDoesNotExist:
+            self.fail("does_not_exist", value=data)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "integer"}],
+        "nullable": True,
+        "description": "A job: its key (a string), or its id (an integer) when it has no key.",
+    }
+)
+class JobReference(serializers.Field):
+    """A job named by its key (a string) or its id (an integer); written
+    out as the key when the job has one, else the id. Resolved by the
+    context's `resolve_job` (jobs.references; default: the stored jobs)."""
+
+    default_error_messages = {"invalid": "give a job's key (a string) or id (an integer)"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, int | str) or data == "":
+            self.fail("invalid")
+        resolve = self.context.get("resolve_job", stored_job)
+        try:
+            return resolve(data)
+        except LookupError as exc:
+            raise serializers.ValidationError(str(exc.args[0])) from None
+
+    def to_representation(self, value: Job) -> Any:
+        return reference_of(value)
+
+
+ACCEPTED_VALUES_WORDS = "give the accepted values as whole numbers, e.g. [0, 200]"
+
+
+class WholeNumbers(serializers.ListField):
+    """A condition's accepted values: a list of whole numbers (no strings,
+    no booleans: JSON and YAML have numbers)."""
+
+    child = serializers.IntegerField()
+
+    def to_internal_value(self, data: Any) -> list[int]:
+        if not isinstance(data, list) or any(
+            isinstance(v, bool) or not isinstance(v, int) for v in data
+        ):
+            raise serializers.ValidationError(ACCEPTED_VALUES_WORDS)
+        return list(data)
+
+
+@extend_schema_field(
+    {"type": "array", "items": {"type": "string", "enum": list(DEPENDENCY_STATUSES)}}
+)
+class RunEnds(serializers.ListField):
+    """A dependency's statuses; which ones count is the model's rule."""
+
+    child = serializers.CharField()
+
+
 class TriggerSerializer(ModelRulesSerializer):
     id = serializers.IntegerField(
         required=False, help_text="Given: update that trigger. Omitted: a new trigger."
@@ -55,6 +157,13 @@ class TriggerSerializer(ModelRulesSerializer):
         required=False,
         error_messages={"does_not_exist": "no holiday calendar is named {value!r}"},
         help_text="Names of holiday calendars whose days it skips.",
+    )
+    upstream_job = JobReference(
+        help_text="Dependency: the job whose end starts this one (its key, else its id)."
+    )
+    upstream_statuses = RunEnds(
+        required=False,
+        help_text='Dependency: the ends that start this job (default ["succeeded"]).',
     )
     description = serializers.SerializerMethodField(help_text="The schedule in words.")
 
@@ -94,6 +203,27 @@ class JobSerializer(ModelRulesSerializer):
     sets the schedule to one interval trigger (null: no schedule)."""
 
     triggers = TriggerSerializer(many=True, required=False)
+    concurrency_group = ByName(
+        ConcurrencyGroup,
+        "concurrency group",
+        help_text="The name of its concurrency group (F-31); null: none.",
+    )
+    result_variable = ByName(
+        ResultVariable,
+        "result variable",
+        help_text="The name of the variable its runs write their result code to (F-32).",
+    )
+    condition_variable = ByName(
+        ResultVariable,
+        "result variable",
+        help_text="The name of the variable that must hold an accepted value before it starts.",
+    )
+    condition_values = WholeNumbers(
+        required=False, help_text="The values of condition_variable that let it start."
+    )
+    parent = JobReference(
+        help_text="Its parent job (F-04), by key (else id): it then runs only as its part."
+    )
     interval_minutes = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -124,6 +254,14 @@ class JobSerializer(ModelRulesSerializer):
         data = super().to_representation(instance)
         data["interval_minutes"] = interval_minutes_of(data["triggers"])
         return data
+
+    def to_internal_value(self, data: Any) -> Any:
+        retired = sorted(set(RETIRED_JOB_FIELDS) & set(data)) if isinstance(data, dict) else []
+        if retired:
+            raise serializers.ValidationError(
+                {name: [RETIRED_JOB_FIELDS[name]] for name in retired}
+            )
+        return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         triggers = attrs.pop("triggers", None)

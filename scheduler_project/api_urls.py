@@ -13,7 +13,12 @@ from rest_framework.routers import DefaultRouter
 
 import jobs.api.auth  # noqa: F401, E402  (its schema extension describes API tokens)
 
-APPS_WITH_ROUTES = ("jobs.api.views", "runs.api.views", "heartbeats.api.views")
+APPS_WITH_ROUTES = (
+    "jobs.api.views",
+    "jobs.api.coordination",
+    "runs.api.views",
+    "heartbeats.api.views",
+)
 
 
 class Router(DefaultRouter):

@@ -87,6 +87,14 @@ def is_user(request: Request) -> bool:
     return bool(request.user and request.user.is_authenticated)
 
 
+def caller(request: Request) -> str:
+    """Who makes the request, as a pause or a variable records it:
+    ``<user> (API)``, or ``token <name> (API)`` for a token without a user."""
+    if is_user(request):
+        return f"{request.user.get_username()} (API)"
+    return f"token {getattr(request.auth, 'name', '?')} (API)"
+
+
 class ModelPermissions(permissions.DjangoModelPermissions):
     """Django's model permissions, reads included (`view_*`). A request
     with a job-scoped token and no user passes only where a view opts in

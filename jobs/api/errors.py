@@ -40,7 +40,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, ConditionNotMet):
         return Response({"condition": [str(exc)]}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ChildJob):
-        return Response({"job": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        message = str(exc).removeprefix("job: ")  # the field is the key already
+        return Response({"job": [message]}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         return Response(django_errors(exc), status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)

@@ -18,12 +18,12 @@ from rest_framework.response import Response
 
 from heartbeats.queue_status import queue_status
 from jobs import services
-from jobs.api.auth import is_user, job_token
+from jobs.api.auth import caller, is_user, job_token
 from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
 from jobs.policies import ApiTriggerPermission
-from jobs.serializers import JobSerializer, RunRequestSerializer
+from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
 from runs import queue
 from runs.api.views import RunSerializer  # the API is glue over all apps, like the admin
 from runs.services import enqueue_job
@@ -33,10 +33,23 @@ class JobFilter(filters.FilterSet):
     name = filters.CharFilter(lookup_expr="icontains", help_text="Part of the name.")
     key = filters.CharFilter()
     target = filters.CharFilter()
+    concurrency_group = filters.CharFilter(
+        field_name="concurrency_group__name",
+        lookup_expr="iexact",
+        help_text="The name of its concurrency group (any case).",
+    )
+    parent = filters.CharFilter(
+        method="filter_parent", help_text="Its parent job's id or key: that job's children."
+    )
 
     class Meta:
         model = Job
-        fields = ("enabled", "paused", "kind", "queue", "code_managed", "concurrency_group")
+        fields = ("enabled", "paused", "kind", "queue", "code_managed", "exclusive")
+
+    def filter_parent(self, jobs: QuerySet[Job], name: str, value: str) -> QuerySet[Job]:
+        if value.isdigit():
+            return jobs.filter(Q(parent_id=int(value)) | Q(parent__key=value))
+        return jobs.filter(parent__key=value)
 
 
 class PauseSerializer(serializers.Serializer):
@@ -44,13 +57,6 @@ class PauseSerializer(serializers.Serializer):
     until = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text="Resume by itself then."
     )
-
-
-def _who(request: Request) -> str:
-    if is_user(request):
-        return f"{request.user.get_username()} (API)"
-    token = request.auth
-    return f"token {getattr(token, 'name', '?')} (API)"
 
 
 class JobViewSet(
@@ -81,7 +87,8 @@ class JobViewSet(
             Job.objects.annotate(
                 _next_run=Min("triggers__next_run_at", filter=Q(triggers__active=True))
             )
-            .prefetch_related("triggers__exclude_calendars")
+            .select_related(*JOB_RELATIONS)
+            .prefetch_related("triggers__exclude_calendars", "triggers__upstream_job")
             .order_by("id")
         )
 
@@ -178,7 +185,7 @@ class JobViewSet(
         services.pause_job(
             job.pk,
             note=body.validated_data["note"],
-            by=_who(request),
+            by=caller(request),
             now=timezone.now(),
             until=until,
         )
@@ -280,7 +287,7 @@ class QueueViewSet(viewsets.ViewSet):
         body.is_valid(raise_exception=True)
         queue.pause_queue(
             note=body.validated_data["note"],
-            by=_who(request),
+            by=caller(request),
             until=body.validated_data["until"],
             now=timezone.now(),
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
@@ -30,6 +31,12 @@ from runs.models import Run, RunStatus, RunTrigger
 
 class RunSerializer(serializers.ModelSerializer):
     job_name = serializers.CharField(source="job.name", read_only=True)
+    cause = serializers.PrimaryKeyRelatedField(
+        read_only=True,
+        allow_null=True,
+        help_text="The run whose end started this one (trigger `dependency`), or the parent"
+        " run it is part of (trigger `parent`); null: none.",
+    )
 
     class Meta:
         model = Run
@@ -50,6 +57,7 @@ class RunSerializer(serializers.ModelSerializer):
             "duration_s",
             "attempt",
             "retry_of",
+            "cause",
             "worker",
             "result_code",
             "result",
@@ -57,10 +65,18 @@ class RunSerializer(serializers.ModelSerializer):
             "missed_count",
             "dedupe_key",
             "held",
+            "waiting_for",
             "cancelled_by",
             "output",
         )
         read_only_fields = fields
+        extra_kwargs = {
+            "waiting_for": {
+                "help_text": "What a held run waits for: a slot of its concurrency group"
+                " (`group`), every group to be free (`exclusive`), a slot under"
+                " TAKT_MAX_CONCURRENCY (`limit`); empty: its job or the queue."
+            }
+        }
 
 
 class RunListSerializer(RunSerializer):
@@ -86,6 +102,15 @@ class UtcDateTimeFilter(filters.IsoDateTimeFilter):
         return super().filter(qs, value)
 
 
+RUN_ID_MAX = 2**63 - 1  # a bigint: larger would be an error in PostgreSQL
+
+
+class RunIdFilter(filters.NumberFilter):
+    """A run's id: a whole number (NumberFilter takes decimals)."""
+
+    field_class = forms.IntegerField
+
+
 class RunFilter(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
     trigger = filters.MultipleChoiceFilter(choices=RunTrigger.choices)
@@ -95,6 +120,13 @@ class RunFilter(filters.FilterSet):
     scheduled_before = UtcDateTimeFilter(field_name="scheduled_for", lookup_expr="lt")
     finished_after = UtcDateTimeFilter(field_name="finished_at", lookup_expr="gte")
     finished_before = UtcDateTimeFilter(field_name="finished_at", lookup_expr="lt")
+    cause = RunIdFilter(
+        field_name="cause_id",
+        min_value=1,
+        max_value=RUN_ID_MAX,
+        help_text="The runs this run caused: a parent run's children (trigger `parent`) and"
+        " the runs its end started (trigger `dependency`).",
+    )
 
     class Meta:
         model = Run
@@ -127,9 +159,10 @@ def canceller(request: Request) -> str:
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs, newest first. Filter by job, status (repeatable), trigger and
+    """Runs, newest first. Filter by job, status (repeatable), trigger,
     time (`enqueued_after=2026-11-30T08:00:00Z` …, after inclusive, before
-    exclusive). The list leaves out `output`; one run has it."""
+    exclusive) and `cause` (a parent run's children, a run's dependants).
+    The list leaves out `output`; one run has it."""
 
     filterset_class = RunFilter
     job_token_actions = ("list", "retrieve", "cancel")

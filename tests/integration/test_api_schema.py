@@ -75,6 +75,42 @@ def test_a_job_without_schedule_keeps_to_the_schema(auth):
     case.call_and_validate(headers=auth, checks=[response_schema_conformance])
 
 
+def test_coordination_keeps_to_the_schema(auth, redis_client):
+    """A parent named by key or id, a dependency, a group with a slot taken
+    (holders from Redis), a variable with its jobs, a run with its cause."""
+    from jobs.models import ConcurrencyGroup, ResultVariable, Trigger
+    from runs.core.start import SlotNeeds
+    from runs.models import Run
+    from runs.slots import acquire_start
+
+    group = ConcurrencyGroup.objects.create(name="Imports")
+    variable = ResultVariable.objects.create(name="etl_result")
+    keyed = Job.objects.create(name="ETL", key="etl", target="tests.echo", result_variable=variable)
+    plain = Job.objects.create(name="Plain", target="tests.echo")
+    child = Job.objects.create(
+        name="Load", target="tests.echo", parent=keyed, concurrency_group=group
+    )
+    Job.objects.create(name="Extract", target="tests.echo", parent=plain)
+    report = Job.objects.create(
+        name="Report", target="tests.echo", condition_variable=variable, condition_values=[0]
+    )
+    Trigger.objects.create(job=report, kind="dependency", upstream_job=plain)
+    at = keyed.created_at
+    parent_run = Run.objects.create(job=keyed, trigger="manual", scheduled_for=at, enqueued_at=at)
+    run = Run.objects.create(
+        job=child, trigger="parent", cause=parent_run, scheduled_for=at, enqueued_at=at
+    )
+    acquire_start(child.pk, run_id=run.pk, needs=SlotNeeds(group=group.pk))
+    for path in ("/api/v1/jobs/", "/api/v1/groups/", "/api/v1/variables/", "/api/v1/runs/"):
+        response = (
+            schema[path]["GET"]
+            .Case()
+            .call_and_validate(headers=auth, checks=[response_schema_conformance])
+        )
+        assert response.status_code == 200
+    assert response.json()["results"][0]["cause"] == parent_run.pk
+
+
 @pytest.mark.parametrize("field", ["finished_after", "enqueued_before", "scheduled_after"])
 def test_far_utc_offsets_in_run_filters_are_no_server_error(auth, field):
     """PostgreSQL refuses offsets beyond ±15:59: the filters compare in UTC."""

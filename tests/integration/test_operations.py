@@ -14,7 +14,8 @@ from django.test.utils import override_settings
 
 from jobs.declared import sync_declared_jobs
 from jobs.errors import InvalidInput, QueuePaused
-from jobs.exchange import InvalidDefinition, export_queryset, import_jobs
+from jobs.exchange import InvalidDefinition, export_queryset
+from jobs.importing import import_jobs
 from jobs.models import Job
 from runs.context import JobContext, JobFailed
 from runs.execution import execute

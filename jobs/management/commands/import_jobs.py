@@ -1,5 +1,5 @@
 """F-74: create or update jobs from a file written by export_jobs
-(jobs.exchange), all or nothing. The plan goes to stdout; progress lines
+(jobs.importing), all or nothing. The plan goes to stdout; progress lines
 (every 10 %) to stderr (F-93)."""
 
 from __future__ import annotations
