@@ -6,19 +6,18 @@ starts only while no grouped job runs, and blocks every group while it runs."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
+
+from jobs.unique_names import UniqueNameWhateverCase
 
 MAX_GROUP_LIMIT = 1000
 # The admin's colour picker offers these first; any #rrggbb is accepted.
 DEFAULT_COLOUR = "#2f6fde"
 
 
-class ConcurrencyGroup(models.Model):
+class ConcurrencyGroup(UniqueNameWhateverCase, models.Model):
     name = models.CharField(
         max_length=100,
         help_text="Unique, whatever the case (the manual's colour groups: 'Blue', 'Imports').",
@@ -48,16 +47,3 @@ class ConcurrencyGroup(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def clean(self) -> None:
-        """The name is unique whatever its case: refused on `name` (the
-        database constraint backs this up)."""
-        self.name = (self.name or "").strip()
-        same = type(self).objects.filter(name__iexact=self.name).exclude(pk=self.pk)
-        if self.name and same.exists():
-            raise ValidationError(
-                {"name": f"a concurrency group named {same.first()} exists already"}
-            )
-
-    def validate_constraints(self, exclude: Any = None) -> None:
-        super().validate_constraints(exclude={*(exclude or ()), "name"})  # clean() says it

@@ -9,11 +9,10 @@ Takt's own negative codes say what went wrong (`ResultCode`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
+
+from jobs.unique_names import UniqueNameWhateverCase
 
 # A variable's value until a run sets it, and while the run that writes it runs.
 PENDING = -1
@@ -32,7 +31,7 @@ class ResultCode(models.IntegerChoices):
     ERROR = -1005, "error while it ran (an exception, or cancelled)"
 
 
-class ResultVariable(models.Model):
+class ResultVariable(UniqueNameWhateverCase, models.Model):
     name = models.CharField(
         max_length=100,
         help_text="Unique, whatever the case; the jobs that write and read it name it.",
@@ -59,16 +58,3 @@ class ResultVariable(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def clean(self) -> None:
-        """The name is unique whatever its case: refused on `name` (the
-        database constraint backs this up)."""
-        self.name = (self.name or "").strip()
-        same = type(self).objects.filter(name__iexact=self.name).exclude(pk=self.pk)
-        if self.name and same.exists():
-            raise ValidationError(
-                {"name": f"a result variable named {same.first()} exists already"}
-            )
-
-    def validate_constraints(self, exclude: Any = None) -> None:
-        super().validate_constraints(exclude={*(exclude or ()), "name"})  # clean() says it

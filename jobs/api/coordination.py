@@ -37,7 +37,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from redis import RedisError
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import APIException
 
 from jobs.api.auth import caller
@@ -187,14 +187,7 @@ class GroupFilter(NameFilter):
 
 
 @extend_schema_view(destroy=extend_schema(responses={204: None, 409: IN_USE}))
-class GroupViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class GroupViewSet(viewsets.ModelViewSet):
     """Concurrency groups (F-31): jobs in one group run at most `limit` at a
     time. `holders` are the runs holding its slots now."""
 
@@ -306,14 +299,7 @@ class VariableFilter(NameFilter):
 
 
 @extend_schema_view(destroy=extend_schema(responses={204: None, 409: IN_USE}))
-class VariableViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class VariableViewSet(viewsets.ModelViewSet):
     """Result variables (F-32): the result code a job's runs write, and the
     value another job's condition waits for. PATCH `value` to set it by
     hand (e.g. -1 to hold the jobs waiting for 0)."""

@@ -331,7 +331,7 @@ def test_a_groups_page_lists_its_jobs_and_says_when_redis_is_away(admin_client, 
     [
         ({"colour": "orange"}, "colour", "a colour as #rrggbb, e.g. #2f6fde"),
         ({"limit": "0"}, "limit", "Ensure this value is greater than or equal to 1."),
-        ({"name": "DATABASE"}, "__all__", "a concurrency group with this name exists already"),
+        ({"name": "DATABASE"}, "name", "a concurrency group with this name exists already"),
     ],
 )
 def test_a_bad_group_names_its_field_and_saves_nothing(admin_client, fields, field, message):
@@ -393,7 +393,7 @@ def test_the_variable_page_names_its_writers_and_readers(admin_client):
     ("fields", "field", "message"),
     [
         ({"value": "ok"}, "value", "Enter a whole number."),
-        ({"name": "IMPORT_STATUS"}, "__all__", "a result variable with this name exists already"),
+        ({"name": "IMPORT_STATUS"}, "name", "a result variable with this name exists already"),
     ],
 )
 def test_a_bad_variable_names_its_field_and_saves_nothing(admin_client, fields, field, message):

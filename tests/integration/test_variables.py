@@ -208,7 +208,7 @@ def test_a_variable_name_that_clashes_is_refused_whatever_the_case(variable):
     with pytest.raises(ValidationError) as caught:
         ResultVariable(name="import DONE ").full_clean()
     assert caught.value.message_dict == {
-        "name": ["a result variable named Import done exists already"]
+        "name": ["a result variable with this name exists already"]
     }
 
 
