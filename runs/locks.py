@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import redis
 from django.conf import settings
+from django.db import connections
 
 from runs.redis_client import redis_client
 
@@ -318,8 +319,6 @@ class _Renewer(threading.Thread):
             self._due.pop(keeper, None)
 
     def run(self) -> None:
-        from django.db import close_old_connections
-
         while True:
             with self._changed:
                 now = time.monotonic()
@@ -328,14 +327,17 @@ class _Renewer(threading.Thread):
                     wake = min(self._due.values(), default=now + 60)
                     self._changed.wait(timeout=max(wake - now, 0.01))
                     continue
-                try:
-                    close_old_connections()
-                except Exception:  # never let the renewals die with a connection
-                    log.exception("closing the renewer's old database connections failed")
                 for keeper in due:
                     delay = keeper.tick()
                     if keeper in self._due:
                         self._due[keeper] = time.monotonic() + delay
+                # Renewals are Redis's; a watch that wrote to the database (a
+                # long-run alert, a variable's -1003, a cancel's output) gives
+                # its connection back rather than hold it between ticks.
+                try:
+                    connections.close_all()
+                except Exception:  # never let the renewals die with a connection
+                    log.exception("closing the renewer's database connections failed")
 
 
 _RENEWER: _Renewer | None = None

@@ -46,10 +46,14 @@ def mirror(*, paused: bool | None = None, maintenance: bool | None = None) -> No
     heartbeats raises or resolves its alert (the manual's "NoLock
     detected"), and the decision log records it."""
     pipe = get_redis().pipeline(transaction=False)
-    if paused is not None:
-        pipe.set(pause_key(), "1") if paused else pipe.delete(pause_key())
-    if maintenance is not None:
-        pipe.set(maintenance_key(), "1", nx=True) if maintenance else pipe.delete(maintenance_key())
+    if paused:
+        pipe.set(pause_key(), "1")
+    elif paused is not None:
+        pipe.delete(pause_key())
+    if maintenance:
+        pipe.set(maintenance_key(), "1", nx=True)  # True: it was off
+    elif maintenance is not None:
+        pipe.delete(maintenance_key())  # 1: it was on
     results = pipe.execute()
     if maintenance is not None and results[-1]:  # set where absent, or deleted where present
         _maintenance_changed(bool(maintenance))

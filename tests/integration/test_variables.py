@@ -10,6 +10,7 @@ import time
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connections
 
 from jobs.errors import ConditionNotMet
 from jobs.models import ResultVariable
@@ -228,7 +229,14 @@ def test_a_run_past_its_timeout_that_goes_on_says_so_in_its_variable(
     )
     run = enqueue_job(job, trigger="manual", now=T0)
     seen = []
-    worker = threading.Thread(target=lambda: seen.append(execute(run.pk, worker="w")))
+
+    def work() -> None:
+        try:
+            seen.append(execute(run.pk, worker="w"))
+        finally:
+            connections.close_all()  # this thread's own
+
+    worker = threading.Thread(target=work)
     worker.start()
     try:
         deadline = time.monotonic() + 5
