@@ -11,13 +11,16 @@ default). Each published run therefore carries a *message mark* in Redis,
   the broker batch was flushed: messages first, then marks, so a Redis
   that loses its last second keeps at worst a message without its mark,
   which costs one harmless re-send, never the reverse);
-* ``w:<hostname>``: received by that worker's consumer (celery's
+* ``w:<worker start>``: received by that worker's consumer (celery's
   task_received, in the worker's main process, so it covers prefetched
-  messages that have not started);
+  messages that have not started, and the runs its pool children wait to
+  claim while the database is down); a worker start is its hostname and a
+  token of its main process (runs.marks.worker_start), so a worker killed
+  and restarted under the same name at once is not taken for the old one;
 * missing: lost with Redis's data, or the run ended (its end deletes the
   mark in the round trip that releases its lock, runs/metrics.py).
 
-Each worker keeps a liveness key ``<prefix>:alive:worker:<hostname>``
+Each worker start keeps a liveness key ``<prefix>:alive:worker:<worker start>``
 (runs/liveness.py). `resend_lost_messages` looks at the queued, published,
 unheld runs older than TAKT_RESEND_AFTER_SECONDS and sends again those
 whose mark is missing, names a worker whose liveness key is gone, or says
@@ -64,7 +67,7 @@ PRIORITY_STEPS = range(10)
 def resend_reason(mark: str | None, *, alive: set[str], queue_empty: bool) -> str | None:
     """Why a queued, published run old enough to have started must be sent
     again, or None when its message is where its mark says. `alive`: the
-    hostnames with a liveness key; `queue_empty`: its broker queue holds no
+    worker starts with a liveness key; `queue_empty`: its broker queue holds no
     message at all."""
     if mark is None:
         return "its message mark is gone (Redis lost the message with it)"
@@ -72,7 +75,8 @@ def resend_reason(mark: str | None, *, alive: set[str], queue_empty: bool) -> st
         host = mark[len(WORKER_PREFIX) :]
         if host in alive:
             return None
-        return f"worker {host} that had received it is gone"
+        name = host.partition("~")[0]
+        return f"worker {name} that had received it is gone (killed, or restarted since)"
     if queue_empty:
         return "marked sent, but its queue is empty"
     return None

@@ -1,10 +1,12 @@
-"""A worker's liveness key (runs/delivery.py): ``<prefix>:alive:worker:<hostname>``
-with a TTL of TAKT_WORKER_ALIVE_TTL_SECONDS, renewed every third of it by a
+"""A worker's liveness key (runs/delivery.py): ``<prefix>:alive:worker:<worker start>``
+(runs.marks.worker_start: hostname and start token) with a TTL of TAKT_WORKER_ALIVE_TTL_SECONDS, renewed every third of it by a
 daemon thread of the worker's main process (the process whose consumer
 receives the messages), deleted when the worker shuts down.
 
 A worker killed with SIGKILL stops renewing: its key expires within one
-TTL, and the runs whose message mark names it are sent again. A Redis
+TTL, and the runs whose message mark names it are sent again, even when a
+supervisor restarts it under the same hostname at once (the new start has
+its own key). A Redis
 restart loses the key: the thread writes it again within a third of the
 TTL (the lost-message sweep waits that long after a loss).
 """

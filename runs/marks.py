@@ -1,6 +1,9 @@
 """Message marks (F-83): where each published run's message is, in Redis
-(``<prefix>:msg:<run id>``: ``sent``, ``w:<hostname>``, or missing), and the
-workers' liveness keys. Written by the publisher (`mark_sent`), a worker's
+(``<prefix>:msg:<run id>``: ``sent``, ``w:<worker start>``, or missing), and
+the workers' liveness keys. A worker is named by its *start* (`worker_start`):
+its hostname and a token drawn when its main process began, so a worker
+restarted under the same name (as a supervisor does within a second) is not
+taken for the one that died with messages it had received. Written by the publisher (`mark_sent`), a worker's
 consumer (`mark_received`) and a hold or a lost pool child
 (`forget_mark`); the run's end deletes its mark in the round trip that
 releases its lock (runs/metrics.py). runs/delivery.py reads them to send
@@ -8,6 +11,8 @@ lost messages again."""
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterable, Mapping
 
 from django.conf import settings
@@ -19,6 +24,21 @@ WORKER_PREFIX = "w:"
 
 
 RUN_TASK_PREFIX = "takt-run-"
+
+
+# pid -> this process's token: drawn once per process, never inherited by a fork.
+_TOKENS: dict[int, str] = {}
+
+
+def worker_start(hostname: str) -> str:
+    """`hostname` and this process's start token ("w1@host~3f9a0c1e"): what
+    a worker's marks and liveness key name. Called in the worker's main
+    process (its consumer receives the messages)."""
+    pid = os.getpid()
+    token = _TOKENS.get(pid)
+    if token is None:
+        token = _TOKENS[pid] = secrets.token_hex(4)
+    return f"{hostname}~{token}"
 
 
 def mark_key(run_id: int | str) -> str:
@@ -77,9 +97,10 @@ def mark_sent(run_ids: Iterable[int], *, replacing: Mapping[int, str | None] | N
         client.eval(_MARK_SENT, len(keys), *keys, mark_ttl_s(), *expected)
 
 
-def mark_received(run_id: int, hostname: str) -> None:
-    """The worker `hostname` holds the run's message (one SET)."""
-    get_redis().set(mark_key(run_id), f"{WORKER_PREFIX}{hostname}", ex=mark_ttl_s())
+def mark_received(run_id: int, worker: str) -> None:
+    """The worker start `worker` (`worker_start`) holds the run's message
+    (one SET)."""
+    get_redis().set(mark_key(run_id), f"{WORKER_PREFIX}{worker}", ex=mark_ttl_s())
 
 
 def forget_mark(run_id: int) -> None:

@@ -1,6 +1,7 @@
 """What a worker's main process does for message delivery (runs/delivery.py),
 connected once from the app's ready(): a received message marks its run
-with the worker's name; the worker keeps its liveness key from the moment
+with the worker's name and start (runs.marks.worker_start: a worker
+restarted under the same name is another start); the worker keeps its liveness key from the moment
 it is ready until it shuts down; a warm shutdown gives back the messages
 it has not started (runs/shutdown.py); a pool child that died before it could
 start a run gives the run's message up, so the beat sends it again."""
@@ -11,7 +12,7 @@ import logging
 from typing import Any
 
 from runs.liveness import Liveness
-from runs.marks import forget_mark, mark_received, run_id_of_task
+from runs.marks import forget_mark, mark_received, run_id_of_task, worker_start
 from runs.models import EXECUTE_RUN_TASK
 from runs.shutdown import give_back_soon
 
@@ -29,7 +30,7 @@ def task_received(sender: Any = None, request: Any = None, **kwargs: Any) -> Non
     if run_id is None or not hostname:
         return
     try:
-        mark_received(run_id, hostname)
+        mark_received(run_id, worker_start(hostname))
     except Exception:  # never stop the consumer: a missing mark costs a re-send
         log.exception("could not mark run %s as received", run_id, extra={"run_id": run_id})
 
@@ -58,7 +59,7 @@ def task_failure(
 
 def worker_ready(sender: Any = None, **kwargs: Any) -> None:
     hostname = getattr(sender, "hostname", None) or "unknown"
-    _liveness.append(Liveness(hostname).start())
+    _liveness.append(Liveness(worker_start(hostname)).start())
 
 
 def worker_shutting_down(sender: Any = None, how: str = "", **kwargs: Any) -> None:

@@ -91,13 +91,13 @@ def live_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def start_process(live_env: dict[str, str], live_log_dir: Path) -> Iterator[Callable[..., Proc]]:
-    """start(kind, concurrency=2, **env): a `celery worker` (kind "worker",
-    queue takt, prefork) or `celery beat` (kind "beat", Takt's scheduler),
-    ready when it returns; `env` adds to `live_env`. Whatever is still
+    """start(kind, concurrency=2, name=None, **env): a `celery worker` (kind
+    "worker", queue takt, prefork; `name`: its hostname, else a fresh one)
+    or `celery beat` (kind "beat", Takt's scheduler), ready when it returns; `env` adds to `live_env`. Whatever is still
     running at the session's end is stopped then."""
     started: list[Proc] = []
 
-    def start(kind: str, concurrency: int = 2, **env: str) -> Proc:
+    def start(kind: str, concurrency: int = 2, name: str | None = None, **env: str) -> Proc:
         celery = [sys.executable, "-m", "celery", "-A", "scheduler_project"]
         if kind == "worker":
             argv = celery + [
@@ -109,7 +109,7 @@ def start_process(live_env: dict[str, str], live_log_dir: Path) -> Iterator[Call
                 "-Q",
                 "takt",
                 "-n",
-                f"e2e-{uuid.uuid4().hex[:6]}@%h",
+                name or f"e2e-{uuid.uuid4().hex[:6]}@%h",
                 "--without-gossip",
                 "--without-mingle",
             ]

@@ -80,13 +80,21 @@ def test_runs_whose_messages_a_redis_flush_wiped_each_execute_once(
         worker.stop()
 
 
-def test_runs_a_killed_worker_had_prefetched_run_on_another_worker_once(
-    start_process, beat, redis_url, tmp_path
+@pytest.mark.parametrize("successor", ["another worker", "the same worker restarted at once"])
+def test_runs_a_killed_worker_had_prefetched_run_once(
+    start_process, beat, redis_url, tmp_path, successor
 ):
+    """Whether another worker takes over or a supervisor restarts the
+    killed one under its own name before its liveness key could expire
+    (a new start of it, runs.marks.worker_start), the prefetched runs are
+    sent again and run once each."""
     client = redis.Redis.from_url(redis_url)
     path = tmp_path / "executions.log"
+    name = f"e2e-doomed-{os.getpid()}@%h"
     # One pool process busy with a long run, two more messages prefetched.
-    doomed = start_process("worker", concurrency=1, TAKT_WORKER_PREFETCH_MULTIPLIER="3", **FAST)
+    doomed = start_process(
+        "worker", concurrency=1, name=name, TAKT_WORKER_PREFETCH_MULTIPLIER="3", **FAST
+    )
     (long_job,) = appenders(path, 1, prefix="long", seconds=60)
     long_run = enqueue_job(long_job, trigger=RunTrigger.MANUAL)
     wait_until(lambda: executions(path)[long_run.pk] == 1, 15, "the long run to start")
@@ -104,10 +112,11 @@ def test_runs_a_killed_worker_had_prefetched_run_on_another_worker_once(
     os.killpg(doomed.pid, signal.SIGKILL)
     doomed.popen.wait(timeout=10)
     killed = time.monotonic()
-    other = start_process("worker", concurrency=2, **FAST)
+    same = successor.startswith("the same")
+    other = start_process("worker", concurrency=2, name=name if same else None, **FAST)
     try:
         beat(**FAST)
-        wait_until(lambda: done(ids), 30, "the prefetched runs to run on the other worker")
+        wait_until(lambda: done(ids), 30, "the prefetched runs to run again")
         elapsed = time.monotonic() - killed
         print(f"prefetched runs succeeded {elapsed:.1f} s after the kill")
         time.sleep(1)
