@@ -27,6 +27,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from jobs.command_fields import CommandFields
 from jobs.core import triggers as core
 from jobs.models import HolidayCalendar, Job, Trigger
 from jobs.policies import TriggerKind
@@ -34,7 +35,13 @@ from jobs.specs import SCHEDULE_FIELDS, stage_exclude_calendars
 
 # Fields a definition carries, derived from the models so a new field
 # round-trips through export and import without being listed here.
-JOB_FIELDS = tuple(f.name for f in Job._meta.concrete_fields if f.editable and not f.primary_key)
+_EDITABLE = [f.name for f in Job._meta.concrete_fields if f.editable and not f.primary_key]
+# A command job's fields (inherited from jobs.command_fields, so listed
+# first by the model) follow `params`, where a reader of an export looks.
+_COMMAND = [f.name for f in CommandFields._meta.get_fields()]
+_REST = [n for n in _EDITABLE if n not in _COMMAND]
+_AT = _REST.index("params") + 1
+JOB_FIELDS = tuple(_REST[:_AT] + _COMMAND + _REST[_AT:])
 TRIGGER_FIELDS = tuple(
     f.name
     for f in Trigger._meta.concrete_fields

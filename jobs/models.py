@@ -13,6 +13,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone as dj_timezone
 
 from jobs.calendars import HolidayCalendar
+from jobs.command_fields import CommandFields
 from jobs.core.presets import MONTH_NAMES
 from jobs.policies import (
     ALL_WEEKDAYS,
@@ -34,7 +35,7 @@ def default_timeout_s() -> int:
     return int(settings.TAKT_DEFAULT_TIMEOUT)
 
 
-class Job(models.Model):
+class Job(CommandFields, models.Model):
     """A unit of work and its policies (F-01). Addressed by its id; names need
     not be unique."""
 
@@ -57,6 +58,7 @@ class Job(models.Model):
     kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.CALLABLE)
     target = models.CharField(
         max_length=255,
+        blank=True,
         help_text="For a callable: the name it was registered under with @takt_job, or a Celery task name.",
     )
     params = models.JSONField(

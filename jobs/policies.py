@@ -13,6 +13,8 @@ ALL_WEEKDAYS = "0123456"  # Trigger.weekdays: 0 = Monday .. 6 = Sunday
 class JobKind(models.TextChoices):
     # A function registered with @takt_job, or a Celery task by name.
     CALLABLE = "callable", "Python callable"
+    # A program run as a subprocess (jobs/core/command.py, runs/commands.py).
+    COMMAND = "command", "Command (a program)"
 
 
 class OverlapPolicy(models.TextChoices):

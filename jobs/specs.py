@@ -7,7 +7,7 @@ nothing. Validation is jobs/validation.py, writes jobs/services.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from django.utils import timezone as dj_timezone
 from jobs import registry
 from jobs.calendars import calendar_days
 from jobs.core import triggers as core
+from jobs.core.command import CommandSpec, validate_command
 from jobs.core.missed import MissedRunRules
 from jobs.core.rules import Overlap, OverlapRules, RetryRules
 from jobs.policies import (
@@ -248,3 +249,18 @@ def missed_run_rules(job: Job, *, coalesce_until: datetime | None = None) -> Any
 
 
 RUN_ANCHORS = (core.IntervalAnchor.FROM_START.value, core.IntervalAnchor.FROM_FINISH.value)
+
+
+def command_spec(job: Job, *, is_dir: Callable[[str], bool]) -> CommandSpec:
+    """A command job's spec (F-02), checked by the pure core; raises
+    TriggerError naming the field. `is_dir`: does a working directory exist
+    (os.path.isdir where the job is saved or run)."""
+    return validate_command(
+        job.command,
+        shell=job.shell,
+        cwd=job.cwd,
+        env=job.env,
+        nice=job.nice,
+        success_codes=job.success_codes,
+        is_dir=is_dir,
+    )

@@ -9,6 +9,7 @@ next_run_at and `active` before it is saved (Trigger.save)."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from jobs.policies import (
 from jobs.specs import (
     NOTIFY_EVENTS,
     SCHEDULE_FIELDS,
+    command_spec,
     missed_run_rules,
     overlap_rules,
     retry_rules,
@@ -58,6 +60,18 @@ def _invalid(exc: core.TriggerError) -> ValidationError:
 def validate_job(job: Job) -> None:
     """Job-level checks beyond the field validators. Raises ValidationError
     naming the field."""
+    if job.kind not in JobKind.values:
+        raise ValidationError(
+            {"kind": f"unknown kind {job.kind!r} (one of {', '.join(JobKind.values)})"}
+        )
+    if job.kind == JobKind.COMMAND:
+        _validate_command(job)
+    elif not job.target:
+        raise ValidationError(
+            {
+                "target": "a callable job needs its target: a name registered with @takt_job, or a Celery task name"
+            }
+        )
     if job.kind == JobKind.CALLABLE and job.target and not registry.is_known(job.target):
         known = ", ".join(registry.registered_names()[:20]) or "none"
         raise ValidationError(
@@ -76,6 +90,15 @@ def validate_job(job: Job) -> None:
     _validate_policies(job)
     _validate_notify(job.notify)
     validate_coordination(job)
+
+
+def _validate_command(job: Job) -> None:
+    """F-02 `command`: the pure core's checks, the working directory looked
+    up on this machine."""
+    try:
+        command_spec(job, is_dir=os.path.isdir)
+    except core.TriggerError as exc:
+        raise ValidationError({exc.field: exc.message}) from None
 
 
 def _validate_notify(notify: Any) -> None:

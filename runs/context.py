@@ -44,16 +44,18 @@ class JobContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, message: object) -> None:
-        """Append a line to the run's output (kept up to the output limit)."""
+        """Append a line to the run's output (kept up to the output limit,
+        TAKT_OUTPUT_LIMIT_BYTES, counted in UTF-8 bytes)."""
         line = str(message)
         log.info("%s", line, extra={"job_id": self.job_id, "run_id": self.run_id})
+        size = len(line.encode("utf-8", errors="replace")) + 1  # with its newline
         with self._lock:
             self._version += 1
-            if self._size + len(line) + 1 > self.output_limit:
-                self._dropped += len(line) + 1
+            if self._size + size > self.output_limit:
+                self._dropped += size
             else:
                 self._lines.append(line)
-                self._size += len(line) + 1
+                self._size += size
         self._changed()
 
     def progress(self, done: int | float, total: int | float | None = None, note: str = "") -> None:
@@ -97,7 +99,7 @@ class JobContext:
     def _output(self) -> str:
         text = "\n".join(self._lines)
         if self._dropped:
-            text += f"\n[output truncated: {self._dropped} more characters not kept]"
+            text += f"\n[output truncated: {self._dropped} more bytes not kept]"
         return text
 
     def _changed(self) -> None:

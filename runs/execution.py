@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,13 +49,15 @@ from django.conf import settings
 from django.utils import timezone
 from redis import RedisError
 
+from jobs.core.cron import TriggerError
 from jobs.core.rules import Overlap
-from jobs.policies import TimeoutAction
+from jobs.policies import JobKind, TimeoutAction
 from jobs.registry import UnknownTarget, resolve
-from jobs.specs import notify_events, overlap_rules
+from jobs.specs import command_spec, notify_events, overlap_rules
 from jobs.variables import ResultCode
 from runs.autosave import Autosave
 from runs.children import has_children
+from runs.commands import CommandNotStarted, run_command
 from runs.context import JobContext, JobFailed
 from runs.decisions import Decision, record
 from runs.ending import finish_run
@@ -292,7 +295,7 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     keeper.start()
     outcome = Outcome(RunStatus.SUCCEEDED)
     try:
-        func, takes_context = resolve(job.target)
+        func, takes_context = _target(job)
         with GATE.job_callable():  # a stop signal raises only in here
             value = func(ctx) if takes_context else func(**ctx.params)
         outcome.result = _jsonable(value)
@@ -300,7 +303,7 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
         outcome = Outcome(RunStatus.TIMED_OUT, f"timed out after {job.timeout_s} s and was stopped")
     except JobFailed as exc:
         outcome = Outcome(RunStatus.FAILED, str(exc))
-    except UnknownTarget as exc:
+    except (UnknownTarget, CommandNotStarted) as exc:
         outcome = Outcome(RunStatus.FAILED, str(exc), code=ResultCode.COULD_NOT_START)
     except Exception as exc:
         outcome = Outcome(
@@ -319,6 +322,22 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     if ctx.result_code is not None and outcome.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
         outcome.code = ctx.result_code
     return outcome
+
+
+def _target(job: Any) -> tuple[Callable[..., Any], bool]:
+    """What a run calls, and whether it takes the context: a callable's
+    registered function, or for a command job its process (runs/commands.py;
+    a spec that no longer holds on this worker, such as a working directory
+    gone, could not start)."""
+    if job.kind != JobKind.COMMAND:
+        return resolve(job.target)
+    try:
+        spec = command_spec(job, is_dir=os.path.isdir)
+    except TriggerError as exc:
+        raise CommandNotStarted(
+            f"the command could not be started: {exc.field}: {exc.message}"
+        ) from None
+    return (lambda ctx: run_command(ctx, spec)), True
 
 
 def _nothing() -> None:

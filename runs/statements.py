@@ -50,6 +50,13 @@ JOB_FIELDS = (
     "condition_consume",
     "stop_on_child_failure",
     "parent_id",
+    # A command job's (F-02): a callable's are their defaults, cheap to carry.
+    "command",
+    "shell",
+    "cwd",
+    "env",
+    "nice",
+    "success_codes",
 )
 # Computed with the job (see _extras): its group's limit, whether it has
 # children (a parent, F-04), whether another job's trigger waits for its

@@ -188,6 +188,13 @@ TAKT_WORKER_ALIVE_TTL_SECONDS = env_int(
 # A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
 # the job); one still running this many seconds later is killed (SIGKILL).
 TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, maximum=3600)
+# A command job's process group that is stopped (timeout, cancel) gets
+# SIGTERM, then SIGKILL this many seconds later (F-02). Below the cancel grace
+# and the 30 s between a run's soft and hard time limits, so the worker
+# kills the command before anything kills the worker's process.
+TAKT_COMMAND_KILL_GRACE_SECONDS = env_int(
+    "TAKT_COMMAND_KILL_GRACE_SECONDS", 5, minimum=1, maximum=25
+)
 # While the database is down, a worker retries a run's claim this long (with
 # backoff, at most half the run's time limit) before it sends the run again.
 TAKT_DB_OUTAGE_MAX_SECONDS = env_int("TAKT_DB_OUTAGE_MAX_SECONDS", 300, minimum=1, maximum=86400)
