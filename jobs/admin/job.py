@@ -39,6 +39,7 @@ from jobs.admin.display import (
 from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from jobs.admin.job_list import JobChangeList, with_page_relations
 from jobs.admin.panels import (
+    command_summary,
     coordination_summary,
     dispatch_summary,
     explanation_view,
@@ -55,6 +56,7 @@ from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
 from jobs.models import Job
+from jobs.policies import JobKind
 from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
@@ -79,7 +81,7 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
     inlines = [TriggerInline]
     list_display = (
         "name", "enabled", "schedule", "next_run", "last_run", "heartbeat_state", "group",
-        "target", "code",
+        "what", "code",
     )  # fmt: skip
     list_filter = ("enabled", "paused", "kind", "queue", GroupFilter, "code_managed")
     search_fields = ("name", "key", "target")
@@ -107,6 +109,13 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
         css = {"all": ADMIN_CSS}
         js = ADMIN_JS
 
+    @admin.display(description="Runs", ordering=None)
+    def what(self, obj: Job) -> str:
+        """A callable's target, or a command job's command line."""
+        if obj.kind == JobKind.COMMAND:
+            return command_summary(obj)
+        return obj.target
+
     def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> Any:
         """What most jobs need first; the policies in collapsed sections whose
         headings say what they hold (F-91)."""
@@ -123,6 +132,13 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
                         "description",
                         ("key", "kind"),
                     )
+                },
+            ),
+            (
+                titled("Command", command_summary(job)),
+                {
+                    "classes": () if job.kind == JobKind.COMMAND else collapsed,
+                    "fields": ("command", "shell", ("cwd", "nice"), "env", "success_codes"),
                 },
             ),
             (

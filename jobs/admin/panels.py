@@ -16,7 +16,9 @@ from jobs.admin.display import (
     time_html,
     times_in_text,
 )
+from jobs.core.command import CommandSpec
 from jobs.models import Job
+from jobs.policies import JobKind
 from jobs.specs import allowed_in_maintenance, notify_events
 from runs.models import Run
 
@@ -96,6 +98,17 @@ def coordination_summary(job: Job) -> str:
     if allowed_in_maintenance(job):
         parts.append("allowed during maintenance")
     return " · ".join(parts) or "no group · no condition · no parent"
+
+
+def command_summary(job: Job) -> str:
+    """A command job's command line as it runs (cut at 80 characters)."""
+    if job.kind != JobKind.COMMAND:
+        return "for command jobs only"
+    argv = job.command if isinstance(job.command, list) else []
+    if not argv or any(not isinstance(a, str) for a in argv):
+        return "no command yet"
+    line = CommandSpec(argv=tuple(argv), shell=job.shell).describe()
+    return line if len(line) <= 80 else line[:79] + "…"
 
 
 def titled(title: str, summary: str) -> str:

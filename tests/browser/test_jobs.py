@@ -101,6 +101,7 @@ def test_the_policies_are_collapsed_under_headings_that_say_what_they_hold(
     policies = page.locator("fieldset.collapse")
     expect(policies.locator("summary")).to_have_text(
         [
+            "Command — for command jobs only",
             "Dispatch — priority 5 · queue takt · timeout 5 min 00 s (stop) · overlap skip"
             " · missed runs: run once (latest)",
             "Coordination — no group · no condition · no parent",
