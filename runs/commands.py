@@ -4,18 +4,21 @@
 function, inside the same frame: the job's timeout (Celery's soft time
 limit) and an operator's cancel raise in it as they do in a function. It
 
-* starts the program as the leader of its own session and process group
-  (no shell unless the job says `shell`; `nice` through coreutils' nice),
+* starts the program through the supervisor (runs/supervise.py), the
+  leader of a new session and process group, which starts the program in
+  that group (no shell unless the job says `shell`) at the job's `nice`,
   with stdin closed, the worker's environment plus the job's `env` and the
-  run's facts as TAKT_* variables (`command_env`);
+  run's facts as TAKT_* variables (`command_env`). The supervisor kills
+  the group when this pool process dies, however it dies;
 * reads stdout and stderr as they come, line by line, into the run's
   output, each stderr line marked `[stderr] ` (the pure core's
   STREAM_MARKERS), so the two interleave in the order they were written;
   the output is capped by TAKT_OUTPUT_LIMIT_BYTES with a note of how much
   was cut, while the pipes are still drained;
 * on the timeout or a cancel kills the whole process group: SIGTERM, then
-  SIGKILL after TAKT_COMMAND_KILL_GRACE_SECONDS (grandchildren included,
-  as long as they stayed in the group), then lets the stop go on;
+  SIGKILL once TAKT_COMMAND_KILL_GRACE_SECONDS are over to whatever is
+  left (grandchildren included, as long as they stayed in the group), then
+  lets the stop go on;
 * ends the run by the exit code (jobs.core.command.exit_outcome): the code
   is the run's result code; one outside the job's success codes fails it.
 
@@ -31,7 +34,8 @@ import os
 import selectors
 import signal
 import subprocess
-import time
+import sys
+from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
@@ -39,6 +43,8 @@ from django.conf import settings
 from jobs.core.command import STREAM_MARKERS, CommandSpec, exit_outcome
 from runs.context import JobContext, JobFailed
 
+# The supervisor between the worker and the program (runs/supervise.py).
+SUPERVISOR = str(Path(__file__).with_name("supervise.py"))
 READ_CHUNK = 65536
 # A line longer than this without its newline goes to the output in pieces.
 MAX_LINE = 65536
@@ -72,37 +78,57 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
     when it counts as success; raises JobFailed (another code, or killed by
     a signal), CommandNotStarted, or whatever stopped it (the timeout, a
     cancel) once the process group is gone."""
-    args: list[str] | str = spec.popen_args()
-    if spec.nice:
-        args = ["nice", "-n", str(spec.nice), *(["/bin/sh", "-c", args] if spec.shell else args)]
+    grace_s = settings.TAKT_COMMAND_KILL_GRACE_SECONDS
+    read_fd, write_fd = os.pipe()
     try:
         process = subprocess.Popen(
-            args,
-            shell=spec.shell and not spec.nice,
+            [
+                sys.executable,
+                "-S",
+                "-E",
+                SUPERVISOR,
+                str(write_fd),
+                str(os.getpid()),
+                str(spec.nice),
+                str(grace_s),
+                "1" if spec.shell else "0",
+                "--",
+                *spec.argv,
+            ],
             cwd=spec.cwd or None,
             env=command_env(ctx, spec),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: killed as a whole
-            close_fds=True,
+            pass_fds=(write_fd,),
         )
-    except OSError as exc:
+    except OSError as exc:  # the working directory went away, say
+        os.close(read_fd)
         raise CommandNotStarted(
             f"the command could not be started: {exc.strerror or exc} ({spec.describe()})"
         ) from exc
-    ctx.log(f"{spec.describe()}  (pid {process.pid})")
+    finally:
+        os.close(write_fd)
+    started = _status(read_fd)
+    if not started.startswith("ok "):
+        process.wait()
+        _close(process)
+        reason = started.removeprefix("error ") or "the supervisor exited"
+        raise CommandNotStarted(
+            f"the command could not be started: {reason} ({spec.describe()})"
+        )
+    pid = started.split()[1]
+    ctx.log(f"{spec.describe()}  (pid {pid})")
     try:
         _pump(process, ctx)
         returncode = process.wait()
     except BaseException:
-        kill_group(process, grace_s=settings.TAKT_COMMAND_KILL_GRACE_SECONDS)
+        kill_group(process, grace_s=grace_s)
         ctx.log(f"the command was stopped (exit {process.returncode})")
         raise
     finally:
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
+        _close(process)
     outcome = exit_outcome(returncode, spec.success_codes)
     ctx.set_result_code(outcome.code)
     if not outcome.succeeded:
@@ -152,28 +178,36 @@ def _log(ctx: JobContext, name: str, line: bytes) -> None:
 
 
 def kill_group(process: subprocess.Popen[Any], *, grace_s: float) -> None:
-    """SIGTERM to the process's group; SIGKILL to what is left of it once
-    `grace_s` has passed (a process that ignores SIGTERM, the leader's or a
-    grandchild); the leader is reaped meanwhile. The caller closes its
-    pipes."""
+    """Stop the command: SIGTERM to its process group; the supervisor (the
+    group's leader) SIGKILLs what is left of the group once the grace is
+    over and exits. Should it not have, SIGKILL to the group a second
+    later. Then reap it. The caller closes its pipes."""
     pgid = process.pid  # the session leader: its pid is the group's id
-    if not _signal_group(pgid, signal.SIGTERM):
-        process.wait()
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        process.poll()  # reap the leader, so its exit does not keep the group alive
-        if not _signal_group(pgid, 0):
-            break
-        time.sleep(0.05)
-    _signal_group(pgid, signal.SIGKILL)
+    if _signal_group(pgid, signal.SIGTERM):
+        try:
+            process.wait(timeout=grace_s + 1)
+        except subprocess.TimeoutExpired:
+            _signal_group(pgid, signal.SIGKILL)
     process.wait()
 
 
 def _signal_group(pgid: int, signum: int) -> bool:
-    """Send `signum` to the group (0: only look); False once it is empty."""
+    """Send `signum` to the group; False when it is empty."""
     try:
         os.killpg(pgid, signum)
     except ProcessLookupError:
         return False
     return True
+
+
+def _status(fd: int) -> str:
+    """The supervisor's one status line ("ok <pid>" or "error <reason>");
+    "" when it exited without one."""
+    with os.fdopen(fd, "rb") as status:
+        return status.readline().decode(errors="replace").strip()
+
+
+def _close(process: subprocess.Popen[Any]) -> None:
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
