@@ -115,9 +115,7 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
         process.wait()
         _close(process)
         reason = started.removeprefix("error ") or "the supervisor exited"
-        raise CommandNotStarted(
-            f"the command could not be started: {reason} ({spec.describe()})"
-        )
+        raise CommandNotStarted(f"the command could not be started: {reason} ({spec.describe()})")
     pid = started.split()[1]
     ctx.log(f"{spec.describe()}  (pid {pid})")
     try:
