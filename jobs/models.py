@@ -15,6 +15,7 @@ from django.utils import timezone as dj_timezone
 from jobs.calendars import HolidayCalendar
 from jobs.command_fields import CommandFields
 from jobs.core.presets import MONTH_NAMES
+from jobs.core.system import SYSTEM_FUNCTIONS
 from jobs.policies import (
     ALL_WEEKDAYS,
     ApiTriggerPermission,
@@ -59,7 +60,8 @@ class Job(CommandFields, models.Model):
     target = models.CharField(
         max_length=255,
         blank=True,
-        help_text="For a callable: the name it was registered under with @takt_job, or a Celery task name.",
+        help_text="For a callable: the name it was registered under with @takt_job, or a Celery task name."
+        f" For a system job: the built-in function ({', '.join(SYSTEM_FUNCTIONS)}).",
     )
     params = models.JSONField(
         default=dict, blank=True, help_text="Keyword arguments (a JSON object)."

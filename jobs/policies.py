@@ -15,6 +15,8 @@ class JobKind(models.TextChoices):
     CALLABLE = "callable", "Python callable"
     # A program run as a subprocess (jobs/core/command.py, runs/commands.py).
     COMMAND = "command", "Command (a program)"
+    # One of Takt's built-in functions with its params (jobs/core/system.py).
+    SYSTEM = "system", "System function (built in)"
 
 
 class OverlapPolicy(models.TextChoices):

@@ -208,7 +208,9 @@ def allowed_in_maintenance(job: Job) -> bool:
     """F-29: whether the job's runs start while maintenance mode is on or
     the queue is paused: its target is on the maintenance allow-list
     (registered with allowed_during_maintenance=True)."""
-    return job.kind == JobKind.CALLABLE and registry.allowed_in_maintenance(job.target)
+    return job.kind in (JobKind.CALLABLE, JobKind.SYSTEM) and registry.allowed_in_maintenance(
+        job.target
+    )
 
 
 NOTIFY_EVENTS = ("start", "end", "failure", "long_run")

@@ -20,6 +20,7 @@ from jobs.coordination import validate_coordination, validate_trigger_links
 from jobs.core import triggers as core
 from jobs.core.missed import validate_missed_run_rules
 from jobs.core.rules import validate_overlap_rules, validate_retry_rules
+from jobs.core.system import validate_system
 from jobs.policies import (
     ALL_WEEKDAYS,
     JobKind,
@@ -66,6 +67,8 @@ def validate_job(job: Job) -> None:
         )
     if job.kind == JobKind.COMMAND:
         _validate_command(job)
+    elif job.kind == JobKind.SYSTEM:
+        _validate_system(job)
     elif not job.target:
         raise ValidationError(
             {
@@ -97,6 +100,14 @@ def _validate_command(job: Job) -> None:
     up on this machine."""
     try:
         command_spec(job, is_dir=os.path.isdir)
+    except core.TriggerError as exc:
+        raise ValidationError({exc.field: exc.message}) from None
+
+
+def _validate_system(job: Job) -> None:
+    """F-02 `system`: a built-in function with the params it takes."""
+    try:
+        validate_system(job.target, job.params if isinstance(job.params, dict) else {})
     except core.TriggerError as exc:
         raise ValidationError({exc.field: exc.message}) from None
 

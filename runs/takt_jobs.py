@@ -29,12 +29,28 @@ from runs.queue import pause_queue, remove_lock_file, resume_queue, set_maintena
 
 @takt_job("takt.maintenance")
 def maintenance(job: Any) -> dict[str, Any]:
-    """F-70..F-73: one maintenance pass (runs.maintenance). Reports its
-    progress per section and cleanup batch (F-93), logs a line per section
-    and its findings; fails the run when a section failed."""
+    """F-70..F-73: one maintenance pass (runs.maintenance), all sections or
+    those its params' "only" names. Reports its progress per section and
+    cleanup batch (F-93), logs a line per section and its findings; fails
+    the run when a section failed."""
 
+    return _maintenance(job, only=job.params.get("only"))
+
+
+@takt_job("takt.cleanup")
+def cleanup(job: Any) -> dict[str, Any]:
+    """F-02 `system`: the maintenance pass's cleanup alone: finished runs
+    older than TAKT_RETENTION_DAYS are deleted in batches, each announced
+    by an audit row."""
+    return _maintenance(job, only=["cleanup"])
+
+
+def _maintenance(job: Any, *, only: list[str] | None) -> dict[str, Any]:
     report = run_maintenance(
-        now=timezone.now(), by=f"job '{job.name}' (run #{job.run_id})", progress=job.progress
+        now=timezone.now(),
+        only=only,
+        by=f"job '{job.name}' (run #{job.run_id})",
+        progress=job.progress,
     )
     for line in report.lines():
         job.log(line)

@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from jobs.admin.display import EMPTY
+from jobs.admin.targets import TargetInput
 from jobs.models import ConcurrencyGroup, Job
 from jobs.specs import allowed_in_maintenance
 
@@ -163,6 +164,7 @@ class JobForm(forms.ModelForm):
     class Meta:
         model = Job
         fields = "__all__"
+        widgets = {"target": TargetInput(attrs={"class": "vTextField"})}
 
     def clean_child_order(self) -> int:
         return self.cleaned_data.get("child_order") or 0

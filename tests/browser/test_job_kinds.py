@@ -1,7 +1,9 @@
-"""An operator adds a command job in the admin (F-02 `command`), runs it on a
+"""Job kinds in the admin (F-02). An operator adds a command job, runs it on a
 real worker and reads its output with stderr marked; a working directory
-given as a relative path is refused at its field and nothing is stored. In
-a real browser in New York against a server in UTC."""
+given as a relative path is refused at its field and nothing is stored. An
+operator picks a system function from the Target field's suggestions, and
+a param it does not take is refused at Params. In a real browser in New
+York against a server in UTC."""
 
 from __future__ import annotations
 
@@ -82,3 +84,32 @@ def test_a_relative_working_directory_is_refused_at_its_field(page: Page) -> Non
     )
     expect(page).not_to_have_url(JOB_LIST)
     assert not Job.objects.filter(name="Cleanup").exists()
+
+
+def test_an_operator_picks_a_system_function_from_the_suggestions(page: Page) -> None:
+    page.goto(JOB_ADD)
+    page.get_by_label("Name:", exact=True).fill("Nightly checks")
+    page.locator("#id_kind").select_option(label="System function (built in)")
+    target = page.get_by_label("Target")
+    options = page.locator(f"datalist#{target.get_attribute('list')} option")
+    expect(options.first).to_have_attribute("value", "takt.maintenance")
+    expect(options.filter(has_text="Pause the queue (params: note")).to_have_count(1)
+    target.fill("takt.maintenance")
+    page.get_by_label("Params").fill('{"only": ["vacuum"]}')
+    press_save(page)
+
+    expect(field_errors(page.locator("form"), "params")).to_have_text(
+        "only: a list of sections of lost, expire, cleanup, checks, got ['vacuum']"
+    )
+    assert not Job.objects.filter(name="Nightly checks").exists()
+
+    page.get_by_label("Params").fill('{"only": ["checks"]}')
+    press_save(page)
+
+    expect_saved(page, "Nightly checks")
+    job = Job.objects.get(name="Nightly checks")
+    assert (job.kind, job.target, job.params) == (
+        "system",
+        "takt.maintenance",
+        {"only": ["checks"]},
+    )

@@ -1,0 +1,97 @@
+"""System jobs (F-02 `system`): Takt's built-in functions, selectable as a
+job's kind with their parameters. The catalogue (names, what each does,
+the parameters it takes) and the check that the admin, the API and imports
+share (TriggerError naming `target` or `params`). The functions themselves
+are registered callables (runs/takt_jobs.py); a system job's run calls its
+target as a callable job's does. Pure core: stdlib only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jobs.core.cron import TriggerError
+
+MAINTENANCE_SECTIONS = ("lost", "expire", "cleanup", "checks")
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: str  # "text" or "sections"
+    help: str
+
+
+@dataclass(frozen=True)
+class SystemFunction:
+    name: str
+    label: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line: what it does and the params it takes."""
+        if not self.params:
+            return f"{self.label} (no params)"
+        names = ", ".join(f"{k}: {p.help}" for k, p in self.params.items())
+        return f"{self.label} (params: {names})"
+
+
+NOTE = Param("text", "a note shown with the state, optional")
+
+SYSTEM_FUNCTIONS: dict[str, SystemFunction] = {
+    f.name: f
+    for f in (
+        SystemFunction(
+            "takt.maintenance",
+            "Maintenance pass: recover lost runs, expire stale ones, delete old runs,"
+            " check heartbeats",
+            {
+                "only": Param(
+                    "sections", f"the sections to run, of {', '.join(MAINTENANCE_SECTIONS)}"
+                )
+            },
+        ),
+        SystemFunction(
+            "takt.cleanup",
+            "Delete finished runs older than TAKT_RETENTION_DAYS",
+        ),
+        SystemFunction("takt.pause_queue", "Pause the queue", {"note": NOTE}),
+        SystemFunction("takt.resume_queue", "Resume the queue"),
+        SystemFunction("takt.maintenance_on", "Maintenance mode on", {"note": NOTE}),
+        SystemFunction("takt.maintenance_off", "Maintenance mode off (and delete the lock file)"),
+    )
+}
+
+
+def validate_system(target: str, params: Mapping[str, object]) -> SystemFunction:
+    """The system function a job names with the params it is given, or
+    TriggerError naming `target` (not a system function) or `params` (one
+    it does not take, or of the wrong type)."""
+    function = SYSTEM_FUNCTIONS.get(target)
+    if function is None:
+        known = ", ".join(SYSTEM_FUNCTIONS)
+        got = f"{target!r} is not" if target else "no target is"
+        raise TriggerError("target", f"{got} a system function (one of {known})")
+    unknown = sorted(set(params) - set(function.params))
+    if unknown:
+        takes = ", ".join(function.params) or "none"
+        raise TriggerError(
+            "params", f"{target} does not take {', '.join(unknown)} (it takes: {takes})"
+        )
+    for name, value in params.items():
+        _check(name, function.params[name], value)
+    return function
+
+
+def _check(name: str, param: Param, value: object) -> None:
+    if param.kind == "text" and not isinstance(value, str):
+        raise TriggerError("params", f"{name}: a string, got {value!r}")
+    if param.kind == "sections":
+        if (
+            not isinstance(value, list)
+            or not value
+            or any(v not in MAINTENANCE_SECTIONS for v in value)
+        ):
+            raise TriggerError(
+                "params",
+                f"{name}: a list of sections of {', '.join(MAINTENANCE_SECTIONS)}, got {value!r}",
+            )
