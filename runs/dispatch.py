@@ -74,23 +74,29 @@ def claim_due_runs(
     limit: int,
     maintenance: bool = False,
     only_targets: list[str] | None = None,
+    defer_jobs: frozenset[int] = frozenset(),
 ) -> ClaimResult:
     """Claim up to `limit` due triggers and create their runs (see the
     module docstring). Returns the ids to publish after commit. In
     maintenance mode (F-29) the runs of jobs not allowed then are recorded
     `skipped`: the start is refused, and the trigger moves on. With
     `only_targets` (the allow-list, while the queue is paused) only the
-    triggers of jobs running those targets are claimed."""
+    triggers of jobs running those targets are claimed; the triggers of
+    `defer_jobs` are not claimed (they stay due)."""
     if connection.features.can_return_rows_from_bulk_insert:
         try:
             return _claim_in_bulk(
-                now=now, limit=limit, maintenance=maintenance, only_targets=only_targets
+                now=now,
+                limit=limit,
+                maintenance=maintenance,
+                only_targets=only_targets,
+                defer_jobs=defer_jobs,
             )
         except _RowByRow:
             pass
     result = ClaimResult()
     with transaction.atomic():
-        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets)
+        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets, defer_jobs=defer_jobs)
         load = _Load(
             activity([t.job_id for t in triggers], now=now) if triggers else {},
             maintenance=maintenance,
@@ -151,7 +157,13 @@ class _Load:
         return decision.admission, decision.reason
 
 
-def _lock_due(*, now: datetime, limit: int, only_targets: list[str] | None = None) -> list[Trigger]:
+def _lock_due(
+    *,
+    now: datetime,
+    limit: int,
+    only_targets: list[str] | None = None,
+    defer_jobs: frozenset[int] = frozenset(),
+) -> list[Trigger]:
     due = (
         Trigger.objects.filter(active=True, next_run_at__lte=now)
         .select_related("job")
@@ -159,6 +171,8 @@ def _lock_due(*, now: datetime, limit: int, only_targets: list[str] | None = Non
     )
     if only_targets is not None:
         due = due.filter(job__target__in=only_targets)
+    if defer_jobs:
+        due = due.exclude(job_id__in=defer_jobs)
     if connection.features.has_select_for_update_skip_locked:
         due = due.select_for_update(skip_locked=True, of=("self",))
     return list(due[:limit])
@@ -319,11 +333,16 @@ def _collect(run: Run, result: ClaimResult, *, now: datetime) -> None:
 
 
 def _claim_in_bulk(
-    *, now: datetime, limit: int, maintenance: bool = False, only_targets: list[str] | None = None
+    *,
+    now: datetime,
+    limit: int,
+    maintenance: bool = False,
+    only_targets: list[str] | None = None,
+    defer_jobs: frozenset[int] = frozenset(),
 ) -> ClaimResult:
     result = ClaimResult()
     with transaction.atomic():
-        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets)
+        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets, defer_jobs=defer_jobs)
         if not triggers:
             return result
         resumed_at = last_resume()

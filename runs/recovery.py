@@ -31,7 +31,14 @@ LOST_MESSAGE = "lost: the worker stopped renewing the job lock (it crashed or wa
 DEFAULT_EXPIRE_AFTER_DAYS = 7
 
 
-def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_run: bool) -> None:
+def recover_lost_runs(
+    counts: Counter[str],
+    *,
+    now: datetime,
+    batch: int,
+    dry_run: bool,
+    unjudged: set[int] | None = None,
+) -> None:
     """Mark `lost` the running runs whose worker died, with the retry the
     job's policy plans. `counts` (kept up to date as it goes): `lost`,
     `retried`, `locked` for the runs left alone, and `waited` (1) when
@@ -53,7 +60,9 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
        run_running_idx when none is running.
     2. Redis's data younger than TTL + 1 s (a restart without persistence
        or a flush, runs/redis_age.py): live keepers may not have put their
-       locks back yet, so nothing is marked; logged, `waited` counted.
+       locks back yet, so nothing is marked; logged, `waited` counted,
+       and the jobs of the candidates added to `unjudged` (the beat holds
+       their due fire times back meanwhile: runs/tick.py).
     3. One pipelined round trip to Redis: the tokens in each job's slot
        keys 0 to max_instances - 1. For the jobs with a run not found
        there, a second one for slots 0 to MAX_INSTANCES - 1 (a
@@ -72,6 +81,8 @@ def recover_lost_runs(counts: Counter[str], *, now: datetime, batch: int, dry_ru
             return
         if first and _redis_too_young(runs, now=now):
             counts["waited"] = 1
+            if unjudged is not None:
+                unjudged.update(candidates.order_by().values_list("job_id", flat=True).distinct())
             return
         first, last = False, runs[-1]
         after = Q(started_at__gt=last.started_at) | Q(started_at=last.started_at, pk__gt=last.pk)
@@ -115,12 +126,15 @@ def _redis_too_young(runs: list[Run], *, now: datetime) -> bool:
     return True
 
 
-def check_lost_runs(*, now: datetime, batch: int = 500) -> Counter[str]:
+def check_lost_runs(
+    *, now: datetime, batch: int = 500, unjudged: set[int] | None = None
+) -> Counter[str]:
     """The beat's continuous lost-run check (every TAKT_LOST_CHECK_SECONDS,
-    from runs.tick): recover_lost_runs, for real. Any number of beats may
-    run it at once. Raises redis.RedisError and database errors."""
+    from runs.tick): recover_lost_runs, for real; `unjudged` gets the jobs
+    whose running runs it could not judge yet. Any number of beats may run
+    it at once. Raises redis.RedisError and database errors."""
     counts: Counter[str] = Counter()
-    recover_lost_runs(counts, now=now, batch=batch, dry_run=False)
+    recover_lost_runs(counts, now=now, batch=batch, dry_run=False, unjudged=unjudged)
     return counts
 
 

@@ -37,7 +37,7 @@ def run_tick(*, now: datetime) -> float:
     nxt, paused, maintenance = next_fire_and_pause()
     maintenance = maintenance or lock_file_present()
     _mirror_pause(paused, maintenance)
-    _check_lost_runs(now=now)
+    waiting_jobs = _check_lost_runs(now=now)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
         if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
@@ -47,20 +47,33 @@ def run_tick(*, now: datetime) -> float:
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
         wait = float(settings.TAKT_POLL_SECONDS)
     elif wait <= 0:
-        _claim(now=now, maintenance=maintenance)
+        _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs)
         wait = seconds_until_next_fire(now=timezone.now())
+        if waiting_jobs:  # their fire times stay due: look again at the next poll
+            wait = max(wait, float(settings.TAKT_POLL_SECONDS))
     sweep_unpublished(now=now)
     _resume_due_jobs(now=now)
     _resend_lost_messages(now=now)
     return wait
 
 
-def _claim(*, now: datetime, maintenance: bool, only_targets: list[str] | None = None) -> None:
-    """Claim due triggers in batches until none is left, publish their runs."""
+def _claim(
+    *,
+    now: datetime,
+    maintenance: bool,
+    only_targets: list[str] | None = None,
+    defer_jobs: frozenset[int] = frozenset(),
+) -> None:
+    """Claim due triggers in batches until none is left, publish their
+    runs; the triggers of `defer_jobs` stay due."""
     batch = settings.TAKT_CLAIM_BATCH
     while True:
         claimed = claim_due_runs(
-            now=now, limit=batch, maintenance=maintenance, only_targets=only_targets
+            now=now,
+            limit=batch,
+            maintenance=maintenance,
+            only_targets=only_targets,
+            defer_jobs=defer_jobs,
         )
         publish_runs(claimed.to_publish, now=timezone.now())
         record(claimed.decisions)
@@ -113,21 +126,32 @@ def _resume_due_jobs(*, now: datetime) -> None:
 
 
 _lost_checked_at = float("-inf")
+# The jobs whose running runs the last check could not judge (Redis's data
+# too young after a loss): their due fire times wait, and the check runs
+# every tick, until it can.
+_unjudged: frozenset[int] = frozenset()
 
 
-def _check_lost_runs(*, now: datetime) -> None:
+def _check_lost_runs(*, now: datetime) -> frozenset[int]:
     """Mark lost the running runs whose worker died (runs.recovery), every
-    TAKT_LOST_CHECK_SECONDS, paused or not. A Redis or database error is
-    logged and the tick goes on; the next check tries again."""
-    global _lost_checked_at
+    TAKT_LOST_CHECK_SECONDS, paused or not; every tick while some could not
+    be judged. Returns the jobs whose due fire times wait for a judgement:
+    a `skip` job must not be skipped behind a run that may be dead (after
+    a Redis loss, for TTL + 1 s). A Redis or database error is logged and
+    the tick goes on; the next check tries again."""
+    global _lost_checked_at, _unjudged
 
-    if time.monotonic() - _lost_checked_at < settings.TAKT_LOST_CHECK_SECONDS:
-        return
+    interval = 0 if _unjudged else settings.TAKT_LOST_CHECK_SECONDS
+    if time.monotonic() - _lost_checked_at < interval:
+        return _unjudged
     _lost_checked_at = time.monotonic()
+    unjudged: set[int] = set()
     try:
-        check_lost_runs(now=now)
+        check_lost_runs(now=now, unjudged=unjudged)
     except Exception:
         log.exception("the lost-run check failed")
+    _unjudged = frozenset(unjudged)
+    return _unjudged
 
 
 _resent_at = float("-inf")

@@ -25,7 +25,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE, _mark_lost, check_lost_runs, lost_candidates
 from runs.redis_age import since_key
 from runs.tick import run_tick
-from tests.integration.conftest import SECOND, broker_task_ids, make_job, utc
+from tests.integration.conftest import SECOND, broker_task_ids, make_job, make_trigger, utc
 from tests.integration.conftest import running_run as make_running_run
 from tests.processes import free_port
 
@@ -223,3 +223,38 @@ def test_a_bad_check_period_stops_the_process_naming_the_setting(raw, error):
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and error in done.stderr
+
+
+@pytest.fixture
+def nothing_unjudged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs.tick, "_unjudged", frozenset())
+
+
+def test_a_skip_job_is_not_skipped_behind_a_run_the_check_cannot_judge_yet(
+    redis_client, check_due, nothing_unjudged
+):
+    """Right after a Redis loss nobody can tell whether a running run's
+    worker lives (its lock key went with the data): its job's due fire
+    times wait, the check runs every tick, and once it can judge, the dead
+    run is lost and the fire time runs instead of being skipped behind it.
+    Other jobs are dispatched meanwhile."""
+    blocked = make_job("blocked")  # overlap policy skip
+    other = make_job("other")
+    for job in (blocked, other):
+        make_trigger(job, created_at=NOW - 2 * TTL, kind="interval", interval_seconds=60)
+    dead = running_run(blocked, started_at=NOW - 2 * TTL)
+    redis_client.flushdb()  # the restart: lock keys and the data's age are gone
+
+    tick(NOW)  # the data is 0 s old: the check cannot judge run `dead`
+
+    assert Run.objects.get(pk=dead.pk).status == RunStatus.RUNNING
+    assert not Run.objects.filter(job=blocked).exclude(pk=dead.pk).exists()  # not skipped
+    assert Run.objects.filter(job=other, status=RunStatus.QUEUED).count() == 1
+    assert runs.tick._unjudged == {blocked.pk}
+
+    tick(NOW + TTL + 2 * SECOND)  # older than TTL + 1 s: judged at the very next tick
+
+    assert Run.objects.get(pk=dead.pk).status == RunStatus.LOST
+    queued = Run.objects.filter(job=blocked).exclude(pk=dead.pk)
+    assert [r.status for r in queued] == [RunStatus.QUEUED]
+    assert runs.tick._unjudged == frozenset()
