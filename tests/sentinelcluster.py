@@ -60,7 +60,7 @@ class SentinelCluster:
         self.workdir = workdir
         self.master_port = free_port()
         self.replica_port = free_port()
-        self.sentinel_ports = [free_port() for _ in range(3)]
+        self.sentinel_ports: list[int] = []  # chosen as each starts (start())
         self.procs: dict[str, Proc] = {}
 
     @property
@@ -106,14 +106,35 @@ class SentinelCluster:
             "the replica to sync with the master",
             procs,
         )
-        for index, port in enumerate(self.sentinel_ports):
-            self._sentinel(index, port)
+        for index in range(3):
+            self.sentinel_ports.append(self._start_sentinel(index))
         procs = list(self.procs.values())
         for port in self.sentinel_ports:
             client = redis.Redis(port=port, socket_timeout=1)
             _wait(
                 lambda c=client: self._knows_all(c), timeout, f"sentinel {port} to know all", procs
             )
+
+    def _start_sentinel(self, index: int, attempts: int = 5) -> int:
+        """Start sentinel `index` on a free port; its port. A port found free
+        can be taken before the sentinel binds it (the replica's own
+        connection to the master draws from the same ephemeral range): then
+        it exits at once, and another port is tried."""
+        for _ in range(attempts):
+            port = free_port()
+            self._sentinel(index, port)
+            proc = self.procs[f"sentinel-{index}"]
+            client = redis.Redis(port=port, socket_timeout=1)
+            deadline = time.monotonic() + 10
+            while proc.popen.poll() is None and time.monotonic() < deadline:
+                try:
+                    if client.ping():
+                        return port
+                except redis.RedisError:
+                    time.sleep(0.05)
+            if proc.popen.poll() is None or "Address already in use" not in proc.log():
+                raise RuntimeError(f"sentinel-{index} did not start:\n{proc.log()[-3000:]}")
+        raise RuntimeError(f"sentinel-{index}: no free port after {attempts} attempts")
 
     @staticmethod
     def _knows_all(client: redis.Redis) -> bool:
