@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from jobs.core.command import NICE_MAX, NICE_MIN
+from jobs.core.command import NICE_MAX, NICE_MIN, ResultCodeAt
 
 
 class CommandFields(models.Model):
@@ -46,6 +46,23 @@ class CommandFields(models.Model):
         blank=True,
         help_text="Exit codes that count as success, e.g. [0, 1]; empty: [0]. Any other"
         " fails the run; the exit code is the run's result code either way.",
+    )
+
+    detached = models.BooleanField(
+        default=False,
+        help_text="Detached: the run holds no worker process and no group slot while the"
+        " program runs (it is followed in the background); the job stays locked until"
+        " the program ends, and the run ends with it.",
+    )
+    result_code_at = models.CharField(
+        "result code taken",
+        max_length=8,
+        choices=[
+            (ResultCodeAt.START.value, "after the start (0 once it runs)"),
+            (ResultCodeAt.EXIT.value, "after the exit (its exit code)"),
+        ],
+        default=ResultCodeAt.START.value,
+        help_text="For a detached command: when its result code (and its result variable) is set.",
     )
 
     class Meta:

@@ -35,6 +35,7 @@ import selectors
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -78,7 +79,17 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
     when it counts as success; raises JobFailed (another code, or killed by
     a signal), CommandNotStarted, or whatever stopped it (the timeout, a
     cancel) once the process group is gone."""
-    grace_s = settings.TAKT_COMMAND_KILL_GRACE_SECONDS
+    process = start_command(ctx, spec)
+    returncode = follow(process, ctx)
+    return exit_code(returncode, spec, ctx)
+
+
+def start_command(ctx: JobContext, spec: CommandSpec) -> subprocess.Popen[bytes]:
+    """Start the program through the supervisor and log its first line;
+    returns the supervisor's process (the group's leader) once the program
+    runs. Raises CommandNotStarted. The supervisor stops the program when
+    the calling *thread* ends (the parent-death signal follows the thread
+    that forked), so call it from the thread that follows the program."""
     read_fd, write_fd = os.pipe()
     try:
         process = subprocess.Popen(
@@ -90,7 +101,7 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
                 str(write_fd),
                 str(os.getpid()),
                 str(spec.nice),
-                str(grace_s),
+                str(settings.TAKT_COMMAND_KILL_GRACE_SECONDS),
                 "1" if spec.shell else "0",
                 "--",
                 *spec.argv,
@@ -116,17 +127,36 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
         _close(process)
         reason = started.removeprefix("error ") or "the supervisor exited"
         raise CommandNotStarted(f"the command could not be started: {reason} ({spec.describe()})")
-    pid = started.split()[1]
-    ctx.log(f"{spec.describe()}  (pid {pid})")
+    ctx.log(f"{spec.describe()}  (pid {started.split()[1]})")
+    return process
+
+
+def follow(
+    process: subprocess.Popen[bytes],
+    ctx: JobContext,
+    *,
+    check: Callable[[], None] | None = None,
+    every_s: float = 0.5,
+) -> int:
+    """Copy the program's output into `ctx` until it has exited and its
+    pipes are closed; returns its exit code (negative: the signal that
+    killed it). `check()` is called at least every `every_s` seconds and
+    may raise to stop it. Whatever raises in here (`check`, the timeout, a
+    cancel) kills the group first. The pipes are closed either way."""
     try:
-        _pump(process, ctx)
-        returncode = process.wait()
+        _pump(process, ctx, check=check, every_s=every_s)
+        return process.wait()
     except BaseException:
-        kill_group(process, grace_s=grace_s)
+        kill_group(process, grace_s=settings.TAKT_COMMAND_KILL_GRACE_SECONDS)
         ctx.log(f"the command was stopped (exit {process.returncode})")
         raise
     finally:
         _close(process)
+
+
+def exit_code(returncode: int, spec: CommandSpec, ctx: JobContext) -> int:
+    """The exit as the run's end: sets the result code; raises JobFailed
+    for a code outside the job's success codes or a signal."""
     outcome = exit_outcome(returncode, spec.success_codes)
     ctx.set_result_code(outcome.code)
     if not outcome.succeeded:
@@ -134,9 +164,15 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
     return returncode
 
 
-def _pump(process: subprocess.Popen[bytes], ctx: JobContext) -> None:
+def _pump(
+    process: subprocess.Popen[bytes],
+    ctx: JobContext,
+    *,
+    check: Callable[[], None] | None,
+    every_s: float,
+) -> None:
     """Copy stdout and stderr into the output line by line until both
-    close."""
+    close, calling `check` between reads."""
     streams: dict[IO[bytes], str] = {}
     if process.stdout is not None:
         streams[process.stdout] = "stdout"
@@ -147,7 +183,9 @@ def _pump(process: subprocess.Popen[bytes], ctx: JobContext) -> None:
         for pipe, name in streams.items():
             selector.register(pipe, selectors.EVENT_READ, name)
         while selector.get_map():
-            for key, _ in selector.select():
+            if check is not None:
+                check()
+            for key, _ in selector.select(timeout=every_s if check is not None else None):
                 name = key.data
                 chunk = os.read(key.fd, READ_CHUNK)
                 if not chunk:

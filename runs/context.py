@@ -105,3 +105,20 @@ class JobContext:
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
+
+
+def context_for(run: Any) -> JobContext:
+    """The context a run's job gets: its job's name and description, the
+    run's trigger and params, the output limit (TAKT_OUTPUT_LIMIT_BYTES)."""
+    from django.conf import settings
+
+    job = run.job
+    return JobContext(
+        name=job.name,
+        description=job.description,
+        trigger=run.trigger,
+        params=dict(run.params or {}),
+        run_id=run.pk,
+        job_id=job.pk,
+        output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
+    )

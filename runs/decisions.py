@@ -19,6 +19,8 @@ runs/execution.py, runs/cancel.py, runs/delivery.py):
   lock taken and did what the overlap policy says;
 * `start`: a run passed every check and starts ("<trigger> run"), written
   in the round trip that took its slots;
+* `detached`: a detached command's program started and its worker process
+  was given back ("its program runs detached"; runs/detached.py);
 * `end`: a run's end ("started <time>, ended <status>");
 * `cancelled`: by whom, and what the run was ("by ops; it was running");
 * `double_start_prevented`: a second delivery of a run lost the

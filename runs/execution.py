@@ -40,7 +40,6 @@ import logging
 import os
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -58,21 +57,19 @@ from jobs.variables import ResultCode
 from runs.autosave import Autosave
 from runs.children import has_children
 from runs.commands import CommandNotStarted, run_command
-from runs.context import JobContext, JobFailed
+from runs.context import JobFailed, context_for
 from runs.decisions import Decision, record
-from runs.ending import finish_run
-from runs.locks import JobLock, LockKeeper
-from runs.metrics import release_and_count
+from runs.detached import start_detached
+from runs.locks import LockKeeper
 from runs.models import Run, RunStatus
 from runs.outage import retry_through_outage
+from runs.outcome import Outcome, count_end, ended_elsewhere, record_end
 from runs.overlap import release_next_held
-from runs.redis_client import write_through_failover
-from runs.retries import plan_retry
 from runs.services import start_run
 from runs.signals import run_started
 from runs.starting import admit_start, start_parent
 from runs.statements import load_run, start_plain_run
-from runs.stopping import GATE, CancelWatch, save_cancelled_output
+from runs.stopping import GATE, CancelWatch
 from runs.waiting import release_waiting
 from runs.watches import LongRunWatch, TimeoutWatch, send_signal
 
@@ -117,6 +114,8 @@ def execute(
         return status
     if has_children(run.job):
         return start_parent(run, lock, now=started_at)
+    if run.job.kind == JobKind.COMMAND and run.job.detached:
+        return start_detached(run, lock, now=started_at)
     counted = RunStatus.FAILED  # what the metrics count if the bookkeeping itself breaks
     if "start" in notify_events(run.job):
         send_signal(run_started, run)
@@ -128,14 +127,14 @@ def execute(
         counted = outcome.status
         ended_at = clock()
         recorded = retry_through_outage(
-            lambda: _record_end(run, outcome, ended_at),
+            lambda: record_end(run, outcome, ended_at),
             what=f"recording the end of run {run.pk}",
         )
         if not recorded:
-            counted = _ended_elsewhere(run, outcome, ended_at)
+            counted = ended_elsewhere(run, outcome, ended_at)
     finally:
         keeper.stop()
-        _count_end(run, lock, counted)
+        count_end(run, lock, counted)
     if rules.policy in BUFFERING:
         retry_through_outage(
             lambda: release_next_held(run.job_id), what="sending a held run", deadline_s=wait_s
@@ -156,60 +155,6 @@ def _release_waiting(run: Run) -> None:
 
 def _extra_of(run: Run) -> dict[str, Any]:
     return {"job_id": run.job_id, "run_id": run.pk}
-
-
-def _record_end(run: Run, outcome: Outcome, ended_at: datetime) -> bool:
-    """Step 5's first half: the end by compare-and-set, with its retry."""
-    return finish_run(
-        run,
-        status=outcome.status,
-        now=ended_at,
-        message=outcome.message,
-        output=outcome.output,
-        result=outcome.result,
-        result_code=outcome.code,
-        retry=plan_retry(run, status=outcome.status, now=ended_at, error_types=outcome.error_types),
-    )
-
-
-def _count_end(run: Run, lock: JobLock, status: str, note: str = "") -> None:
-    """Step 5's second half: release the lock by token, count the run's end
-    and log its decision, in one round trip."""
-    lag = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else None
-    detail = f"started {run.started_at.isoformat() if run.started_at else '?'}, ended {status}"
-    end = Decision("end", run.job_id, run.pk, detail=detail + note)
-    # The end is in the database already: a Redis failover or restart now
-    # is tried through for a few seconds, then logged (the lock lapses).
-    write_through_failover(
-        lambda: release_and_count(lock, status=status, lag_s=lag, decision=end),
-        what=f"releasing lock {lock.key} at the end of run {run.pk}",
-        extra={"job_id": run.job_id, "run_id": run.pk},
-    )
-
-
-def _ended_elsewhere(run: Run, outcome: Outcome, ended_at: datetime) -> str:
-    """The end lost its compare-and-set: the run was cancelled while it ran
-    (or maintenance marked it lost or expired), or this very end committed
-    just before the connection broke and its retry found it recorded. A
-    cancelled run keeps the output its job wrote until it stopped. Returns
-    the status it has."""
-    extra = {"job_id": run.job_id, "run_id": run.pk}
-    if Run.objects.filter(pk=run.pk, status=outcome.status, finished_at=ended_at).exists():
-        log.info("run %s: its end was recorded before the connection broke", run.pk, extra=extra)
-        return outcome.status
-    if save_cancelled_output(run.pk, outcome.output):
-        log.info(
-            "run %s was cancelled while it ran: its end (%s) is not recorded",
-            run.pk,
-            outcome.status,
-            extra=extra,
-        )
-        return RunStatus.CANCELLED
-    status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
-    log.warning(
-        "run %s ended %s, but it was %s meanwhile", run.pk, outcome.status, status, extra=extra
-    )
-    return status or outcome.status
 
 
 def _claim(run_id: int, *, worker: str, now: datetime) -> Run | None:
@@ -247,34 +192,13 @@ def _double_start(run: Run, why: str) -> None:
     record([Decision("double_start_prevented", run.job_id, run.pk, detail=why)])
 
 
-@dataclass
-class Outcome:
-    status: str
-    message: str = ""
-    result: Any = None
-    output: str = ""
-    error_types: tuple[str, ...] = ()
-    # The result code (F-32): the job's own (job.set_result_code), else by
-    # how it ended (runs/variables.py END_CODES), -1001 for a target that
-    # could not be started, -1005 for an exception.
-    code: int | None = None
-
-
 def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     """Steps 3 and 4: the target's call, with `keeper` renewing the lock and
     driving the watches and the autosave meanwhile. When it returns the
     keeper only renews the lock (the caller stops it once the end is
     recorded)."""
     job = run.job
-    ctx = JobContext(
-        name=job.name,
-        description=job.description,
-        trigger=run.trigger,
-        params=dict(run.params or {}),
-        run_id=run.pk,
-        job_id=job.pk,
-        output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
-    )
+    ctx = context_for(run)
     watch = TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
     long_run = LongRunWatch(run) if "long_run" in notify_events(run.job) else None
     autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)
@@ -288,7 +212,7 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
         autosave.changed()  # wakes the saver: this thread never waits on the database
 
     def killed() -> None:  # the cancelled run ignored its stop (runs/stopping.py)
-        _count_end(run, lock, RunStatus.CANCELLED, "; killed: it ignored the stop")
+        count_end(run, lock, RunStatus.CANCELLED, "; killed: it ignored the stop")
 
     on_cancel = CancelWatch(run.pk, job.pk, output=ctx.output, on_kill=killed)
     keeper.on_tick, keeper.on_cancel = tick, on_cancel

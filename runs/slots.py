@@ -360,3 +360,16 @@ def slot_holders(key: str) -> list[tuple[int | None, bool]]:
         text = member.decode() if isinstance(member, bytes) else member
         out.append((member_run_id(text), text.startswith("res:")))
     return out
+
+
+def leave_slots(lock: JobLock) -> None:
+    """Give back the slots `lock` holds (its group's, the exclusive one, the
+    global limit's) and keep the job's lock itself: a detached command's
+    run once its program runs (runs/detached.py). One round trip."""
+    if not lock.members:
+        return
+    pipe = lock.client.pipeline(transaction=False)
+    for key in lock.members:
+        pipe.zrem(key, lock.token)
+    pipe.execute()
+    lock.members = ()

@@ -57,6 +57,8 @@ JOB_FIELDS = (
     "env",
     "nice",
     "success_codes",
+    "detached",
+    "result_code_at",
 )
 # Computed with the job (see _extras): its group's limit, whether it has
 # children (a parent, F-04), whether another job's trigger waits for its

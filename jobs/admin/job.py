@@ -138,7 +138,14 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
                 titled("Command", command_summary(job)),
                 {
                     "classes": () if job.kind == JobKind.COMMAND else collapsed,
-                    "fields": ("command", "shell", ("cwd", "nice"), "env", "success_codes"),
+                    "fields": (
+                        "command",
+                        "shell",
+                        ("cwd", "nice"),
+                        "env",
+                        "success_codes",
+                        ("detached", "result_code_at"),
+                    ),
                 },
             ),
             (

@@ -108,7 +108,8 @@ def command_summary(job: Job) -> str:
     if not argv or any(not isinstance(a, str) for a in argv):
         return "no command yet"
     line = CommandSpec(argv=tuple(argv), shell=job.shell).describe()
-    return line if len(line) <= 80 else line[:79] + "…"
+    line = line if len(line) <= 80 else line[:79] + "…"
+    return f"{line} (detached)" if job.detached else line
 
 
 def titled(title: str, summary: str) -> str:

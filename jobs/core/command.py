@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from jobs.core.cron import TriggerError
 
@@ -18,6 +19,14 @@ MAX_ARGS = 1000
 # The output's stream markers: one per line, so an interleaved output reads
 # in the order the lines came and each line says where it came from.
 STREAM_MARKERS = {"stdout": "", "stderr": "[stderr] "}
+
+
+class ResultCodeAt(StrEnum):
+    """When a detached command's result code is taken (the manual's
+    "Rückgabecode übernehmen")."""
+
+    START = "start"  # 0 once it has started: its dependants may go at once
+    EXIT = "exit"  # -1 while it runs, then its exit code
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,33 @@ def test_a_cancelled_command_run_stops_its_processes(start_process, tmp_path):
         worker.stop()
     run.refresh_from_db()
     assert (run.status, run.cancelled_by) == (RunStatus.CANCELLED, "e2e-operator")
+
+
+def test_a_detached_command_leaves_the_worker_free_and_ends_with_its_program(start_process):
+    detached = command_job("export", ["sh", "-c", "sleep 3; echo exported"], detached=True)
+    quick = command_job("quick", ["true"])
+    worker = start_process("worker", concurrency=1)  # one pool process for both
+    try:
+        long_run = enqueue_job(detached, trigger=RunTrigger.MANUAL)
+        wait_until(
+            lambda: Run.objects.get(pk=long_run.pk).status == RunStatus.RUNNING,
+            15,
+            "the detached run to start",
+        )
+        quick_run = enqueue_job(quick, trigger=RunTrigger.MANUAL)
+        wait_until(
+            lambda: Run.objects.get(pk=quick_run.pk).status == RunStatus.SUCCEEDED,
+            10,
+            "the other run to succeed on the same pool process",
+        )
+        assert Run.objects.get(pk=long_run.pk).status == RunStatus.RUNNING
+        wait_until(
+            lambda: Run.objects.get(pk=long_run.pk).status == RunStatus.SUCCEEDED,
+            15,
+            "the detached run to end with its program",
+        )
+    finally:
+        worker.stop()
+    long_run.refresh_from_db()
+    assert long_run.output.splitlines()[1:] == ["exported"]
+    assert long_run.duration_s >= 3
