@@ -121,13 +121,14 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
         headings say what they hold (F-91)."""
         job = obj or Job()
         collapsed = ("collapse",)
+        command = job.kind == JobKind.COMMAND
         return (
             (
                 None,
                 {
                     "fields": (
                         ("name", "enabled"),
-                        "target",
+                        *(() if command else ("target",)),  # a command job runs its command
                         "params",
                         "description",
                         ("key", "kind"),
@@ -137,7 +138,8 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
             (
                 titled("Command", command_summary(job)),
                 {
-                    "classes": () if job.kind == JobKind.COMMAND else collapsed,
+                    # A command job's command comes before its triggers.
+                    "classes": ("takt-leading",) if command else collapsed,
                     "fields": (
                         "command",
                         "shell",

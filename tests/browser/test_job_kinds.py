@@ -62,6 +62,11 @@ def test_an_operator_adds_a_command_job_and_runs_it(page: Page, worker: object, 
     heading = "Command — $ sh -c 'echo moved 3 files; echo 1 skipped >&2; exit 3'"
     expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
     expect(page.get_by_label("Command:")).to_be_visible()
+    triggers = page.get_by_role("heading", name="Triggers")
+    command_box = page.get_by_label("Command:").bounding_box()
+    triggers_box = triggers.bounding_box()
+    assert command_box and triggers_box and command_box["y"] < triggers_box["y"]  # before them
+    shot(page, "command-job-editor")
     page.get_by_role("button", name="Run now").click()
     message = page.locator(".messagelist .success")
     expect(message).to_have_text(re.compile(r"Run #\d+ queued\."))
