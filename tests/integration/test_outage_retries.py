@@ -9,8 +9,9 @@ import logging
 import pytest
 
 from runs.ending import finish_run
-from runs.execution import Outcome, _ended_elsewhere, execute
+from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
+from runs.outcome import Outcome, ended_elsewhere
 from runs.services import create_run, start_run
 from tests.integration.conftest import SECOND, clock, make_job, utc
 
@@ -53,7 +54,7 @@ def test_an_end_that_committed_before_the_connection_broke_is_not_taken_for_anot
 
     # The retry's compare-and-set finds the run ended: by this very end.
     outcome = Outcome(RunStatus.SUCCEEDED, output="done")
-    assert _ended_elsewhere(run, outcome, ended_at) == RunStatus.SUCCEEDED
+    assert ended_elsewhere(run, outcome, ended_at) == RunStatus.SUCCEEDED
 
     messages = [r.getMessage() for r in caplog.records if r.name == "takt.execution"]
     assert messages == [f"run {run.pk}: its end was recorded before the connection broke"]
@@ -67,5 +68,5 @@ def test_an_end_that_lost_to_a_cancel_is_still_told_apart(caplog):
     caplog.set_level(logging.INFO, logger="takt.execution")
 
     outcome = Outcome(RunStatus.SUCCEEDED, output="half")
-    assert _ended_elsewhere(run, outcome, T0 + 3 * SECOND) == RunStatus.CANCELLED
+    assert ended_elsewhere(run, outcome, T0 + 3 * SECOND) == RunStatus.CANCELLED
     assert Run.objects.get(pk=run.pk).output == "half"  # a cancelled run keeps its output
