@@ -49,8 +49,10 @@ def main(argv: list[str]) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, stop)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (AttributeError, OSError):  # not Linux: a dead worker's command runs on
+        pass
     if os.getppid() != parent:  # the worker died before the line above
         _report(status_fd, "error the worker process that started it is gone")
         return 1

@@ -107,12 +107,17 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         "non_retryable_exceptions", "pause_note", "api_trigger_permission",
     ):  # fmt: skip
         data[name] = getattr(job, name)
+    # The Command section (F-02), folded or not, is part of every job's form.
+    for name in ("command", "env", "success_codes"):
+        data[name] = json.dumps(getattr(job, name))
+    data["cwd"], data["nice"], data["result_code_at"] = job.cwd, job.nice, job.result_code_at
     data["child_order"] = job.child_order
     data["condition_values"] = ", ".join(str(v) for v in job.condition_values)
     for relation in ("concurrency_group", "condition_variable", "result_variable", "parent"):
         data[relation] = getattr(job, f"{relation}_id") or ""
     for flag in (
         "enabled", "retry_on_timeout", "exclusive", "condition_consume", "stop_on_child_failure",
+        "shell", "detached",
     ):  # fmt: skip
         if getattr(job, flag):
             data[flag] = "on"

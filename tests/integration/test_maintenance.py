@@ -454,7 +454,7 @@ def test_a_fresh_install_has_the_hourly_maintenance_job(redis_client):
     assert (job.name, job.enabled, job.kind, job.code_managed, job.paused) == (
         "Takt maintenance",
         True,
-        "callable",
+        "system",  # a system function (F-02) since migration 0014
         True,
         False,
     )
