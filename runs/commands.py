@@ -42,6 +42,8 @@ from typing import IO, Any
 from django.conf import settings
 
 from jobs.core.command import STREAM_MARKERS, CommandSpec, exit_outcome
+from jobs.core.cron import TriggerError
+from jobs.specs import command_spec
 from runs.context import JobContext, JobFailed
 
 # The supervisor between the worker and the program (runs/supervise.py).
@@ -53,6 +55,17 @@ MAX_LINE = 65536
 
 class CommandNotStarted(Exception):
     """The program could not be started (result code -1001)."""
+
+
+def spec_at_start(job: Any) -> CommandSpec:
+    """A command job's spec as it stands on this worker now; one that no
+    longer holds here (its working directory gone, say) could not start."""
+    try:
+        return command_spec(job, is_dir=os.path.isdir)
+    except TriggerError as exc:
+        raise CommandNotStarted(
+            f"the command could not be started: {exc.field}: {exc.message}"
+        ) from None
 
 
 def command_env(ctx: JobContext, spec: CommandSpec) -> dict[str, str]:

@@ -32,7 +32,6 @@ its run recovered as lost (retried where the job says so).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from datetime import datetime
@@ -43,12 +42,10 @@ from django.utils import timezone
 from redis import RedisError
 
 from jobs.core.command import ResultCodeAt
-from jobs.core.cron import TriggerError
 from jobs.policies import TimeoutAction
-from jobs.specs import command_spec
 from jobs.variables import ResultCode
 from runs.autosave import Autosave
-from runs.commands import CommandNotStarted, exit_code, follow, start_command
+from runs.commands import CommandNotStarted, exit_code, follow, spec_at_start, start_command
 from runs.context import JobContext, JobFailed, context_for
 from runs.decisions import Decision, record
 from runs.locks import JobLock, LockKeeper
@@ -124,16 +121,11 @@ class DetachedRun:
 
     def _started_and_followed(self, job: Any) -> Outcome:
         try:
-            spec = command_spec(job, is_dir=os.path.isdir)
+            spec = spec_at_start(job)
             process = start_command(self.ctx, spec)
-        except (CommandNotStarted, TriggerError) as exc:
+        except CommandNotStarted as exc:
             self.not_started = True
-            message = (
-                str(exc)
-                if isinstance(exc, CommandNotStarted)
-                else (f"the command could not be started: {exc.field}: {exc.message}")
-            )
-            return Outcome(RunStatus.FAILED, message, code=ResultCode.COULD_NOT_START)
+            return Outcome(RunStatus.FAILED, str(exc), code=ResultCode.COULD_NOT_START)
         self._started(at_start=job.result_code_at == ResultCodeAt.START)
         try:
             returncode = follow(process, self.ctx, check=self._check)

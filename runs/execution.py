@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import traceback
 from collections.abc import Callable
 from datetime import datetime
@@ -48,15 +47,14 @@ from django.conf import settings
 from django.utils import timezone
 from redis import RedisError
 
-from jobs.core.cron import TriggerError
 from jobs.core.rules import Overlap
 from jobs.policies import JobKind, TimeoutAction
 from jobs.registry import UnknownTarget, resolve
-from jobs.specs import command_spec, notify_events, overlap_rules
+from jobs.specs import notify_events, overlap_rules
 from jobs.variables import ResultCode
 from runs.autosave import Autosave
 from runs.children import has_children
-from runs.commands import CommandNotStarted, run_command
+from runs.commands import CommandNotStarted, run_command, spec_at_start
 from runs.context import JobFailed, context_for
 from runs.decisions import Decision, record
 from runs.detached import start_detached
@@ -255,12 +253,7 @@ def _target(job: Any) -> tuple[Callable[..., Any], bool]:
     gone, could not start)."""
     if job.kind != JobKind.COMMAND:
         return resolve(job.target)
-    try:
-        spec = command_spec(job, is_dir=os.path.isdir)
-    except TriggerError as exc:
-        raise CommandNotStarted(
-            f"the command could not be started: {exc.field}: {exc.message}"
-        ) from None
+    spec = spec_at_start(job)
     return (lambda ctx: run_command(ctx, spec)), True
 
 

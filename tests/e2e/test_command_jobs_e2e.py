@@ -21,6 +21,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
 from tests.chaos.fleet import children_of
 from tests.e2e.conftest import wait_until
+from tests.processes import alive
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -32,14 +33,6 @@ def command_job(name: str, command: list[str], **fields) -> Job:
     job.full_clean()
     job.save()
     return job
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def tree_script(pids: Path) -> str:

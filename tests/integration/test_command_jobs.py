@@ -14,7 +14,6 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
@@ -26,6 +25,7 @@ from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
 from tests.integration.conftest import SECOND, clock, utc
+from tests.processes import alive
 
 pytestmark = pytest.mark.django_db
 
@@ -151,16 +151,6 @@ def soft_time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie not yet reaped by its parent is dead too.
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 # Committed data: the run's autosave thread writes its output on its own

@@ -8,7 +8,6 @@ program, a program that cannot start."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from django.test import override_settings
@@ -22,6 +21,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run
 from runs.slots import group_key, slot_holders
 from tests.e2e.conftest import wait_until
+from tests.processes import alive
 
 # The follower thread writes on its own connection: committed data.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,14 +53,6 @@ def ended(run: Run, timeout: float = 15) -> Run:
     )
     run.refresh_from_db()
     return run
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_the_result_code_is_taken_after_the_start_and_the_run_ends_with_the_program(
