@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, connection, transaction
 
 from jobs.core.missed import Claim, MissedRunPolicy, PlannedRun, compute_claim
+from jobs.core.rules import Overlap
 from jobs.core.triggers import compute_jitter
 from jobs.models import QueueState, ResultVariable, Trigger
 from jobs.specs import allowed_in_maintenance, missed_run_rules, trigger_spec
@@ -192,6 +193,9 @@ def claim_for(trigger: Trigger, *, now: datetime, resumed_at: datetime | None) -
     )
 
 
+_BUFFERING = (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
+
+
 def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> list[Run]:
     """The runs for one claimed trigger (unsaved), oldest first: one per
     planned fire time, admitted by the overlap policy (the first against the
@@ -212,6 +216,10 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
             admitted = first = load.admit(trigger)
         elif first[0] is Admission.SKIP:
             admitted = first
+        elif trigger.job.overlap_policy in _BUFFERING:
+            # a buffering job keeps no more waiting runs than its policy
+            # allows, catch-up runs of one claim included (no pile-up)
+            admitted = load.admit(trigger)
         else:
             admitted = (Admission.HOLD, "")  # catch-up runs of one claim go one by one
         runs.append(_new_run(trigger, planned, due_at, now=now, admitted=admitted))

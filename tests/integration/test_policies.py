@@ -392,3 +392,25 @@ def test_a_retry_without_delay_is_sent_by_the_next_sweep(redis_client):
     assert retry.scheduled_for == retry.enqueued_at == T0 + SECOND
     sweep_unpublished(now=T0 + 2 * SECOND)
     assert retry.task_id in broker_task_ids(redis_client)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        # three fire times due in one claim (a beat that started late)
+        ("buffer_one", ["queued", "skipped", "skipped"]),
+        ("buffer_all", ["queued", "queued/held", "skipped"]),  # max_buffered = 2
+        ("skip", ["queued", "queued/held", "queued/held"]),  # run_all: one by one
+    ],
+)
+def test_the_runs_of_one_claim_keep_to_the_overlap_policy(policy, expected):
+    job = make_job(overlap_policy=policy, max_buffered=2, missed_run_policy="run_all")
+    make_trigger(job, created_at=T0, kind="interval", interval_seconds=1)
+
+    claim_due_runs(now=T0 + 3 * SECOND + SECOND / 2, limit=10)
+
+    got = [f"{r.status}/held" if r.held else r.status for r in job.runs.order_by("scheduled_for")]
+    assert got == expected
+    if policy == "buffer_one":
+        skipped = job.runs.filter(status=RunStatus.SKIPPED)
+        assert all("already waiting (overlap policy 'buffer_one')" in r.message for r in skipped)
