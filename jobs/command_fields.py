@@ -65,5 +65,11 @@ class CommandFields(models.Model):
         help_text="For a detached command: when its result code (and its result variable) is set.",
     )
 
+    script = models.TextField(
+        blank=True,
+        help_text="For a script job: Python source, run in its own process with `job` (job.log,"
+        " job.fail, job.params, job.trigger) as a callable has it. Superusers only.",
+    )
+
     class Meta:
         abstract = True

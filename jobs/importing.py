@@ -49,6 +49,7 @@ from jobs.exchange import (
 )
 from jobs.models import Job
 from jobs.references import FileJobs, Pending, pending_references, saving_order
+from jobs.scripts import SUPERUSERS_ONLY, touches_scripts
 
 
 @dataclass
@@ -73,6 +74,7 @@ def import_jobs(
     by: str,
     dry_run: bool = False,
     on_progress: ImportProgress | None = None,
+    scripts: bool = False,
 ) -> list[ImportItem]:
     """Create or update the jobs in `entries` (a list in the export format):
     check every entry, then save them all in one transaction (all or
@@ -82,13 +84,19 @@ def import_jobs(
     (entry number, key, name) and field, and then nothing stored changes; a
     job whose key or id belongs to a job declared in code is refused.
     `dry_run`: plan only. `on_progress` is called after each entry is
-    checked and each is saved. Returns the items in the file's order."""
+    checked and each is saved. `scripts`: whether whoever imports may
+    create or change script jobs (a superuser, or the shell's
+    `manage.py import_jobs`); without it an entry that would create or
+    change one is refused on `kind` (jobs.scripts). Returns the items in
+    the file's order."""
     if not isinstance(entries, list):
         raise InvalidDefinition([("file ", "", "expected a list of jobs (as export_jobs writes)")])
     steps = len(entries) * (1 if dry_run else 2)
     report = on_progress or (lambda done, total, note: None)
     jobs = FileJobs.of(entries, [_label(n, raw) for n, raw in enumerate(entries, start=1)])
-    checked = _check(entries, jobs, now=now, report=lambda n, note: report(n, steps, note))
+    checked = _check(
+        entries, jobs, now=now, scripts=scripts, report=lambda n, note: report(n, steps, note)
+    )
     if dry_run and not any(entry.refs for entry in checked):
         return [entry.item for entry in checked if entry.item is not None]
     with transaction.atomic():
@@ -98,6 +106,7 @@ def import_jobs(
             now=now,
             by=by,
             dry_run=dry_run,
+            scripts=scripts,
             report=lambda n, note: report(len(entries) + n, steps, note),
         )
         if dry_run:
@@ -121,7 +130,12 @@ class _Entry:
 
 
 def _check(
-    entries: list[Any], jobs: FileJobs, *, now: datetime, report: Callable[[int, str], None]
+    entries: list[Any],
+    jobs: FileJobs,
+    *,
+    now: datetime,
+    scripts: bool,
+    report: Callable[[int, str], None],
 ) -> list[_Entry]:
     problems: list[tuple[str, str, str]] = []
     checked: list[_Entry] = []
@@ -143,7 +157,7 @@ def _check(
             if entry.refs:
                 _precheck(job, definition, entry.refs, where=where, now=now)
             else:
-                entry.item = _item(job, definition, where=where, now=now)
+                entry.item = _item(job, definition, where=where, now=now, scripts=scripts)
         except InvalidDefinition as exc:
             problems += exc.problems
             continue
@@ -182,12 +196,33 @@ def _precheck(
             raise InvalidDefinition(left) from None
 
 
-def _item(job: Job | None, definition: Definition, *, where: str, now: datetime) -> ImportItem:
+def _item(
+    job: Job | None, definition: Definition, *, where: str, now: datetime, scripts: bool
+) -> ImportItem:
+    stored_kind = job.kind if job is not None else None
+    if not scripts and touches_scripts(stored_kind, definition.values.get("kind")):
+        # Before validation, which would tell whether scripts are on or how
+        # the script compiles.
+        if job is None or _changes_job(job, definition, where=where, now=now):
+            raise InvalidDefinition([(where, "kind", f"{SUPERUSERS_ONLY}: {NOT_SUPERUSER}")])
     before = job_state(job)
     plan = plan_job(job, definition, where=where, now=now)
     changes = plan_changes(before, plan)
     action = "create" if plan.creates else ("update" if changes else "unchanged")
     return ImportItem(action, where.rstrip(": "), changes, plan)
+
+
+NOT_SUPERUSER = "this import was started by a user who is not a superuser"
+
+
+def _changes_job(job: Job, definition: Definition, *, where: str, now: datetime) -> bool:
+    """Whether `definition` would change the stored `job` (a script job
+    left as it is may stay in a file a non-superuser imports)."""
+    try:
+        plan = plan_job(Job.objects.get(pk=job.pk), definition, where=where, now=now)
+    except InvalidDefinition:
+        return True
+    return bool(plan_changes(job_state(job), plan))
 
 
 def _save(
@@ -197,6 +232,7 @@ def _save(
     now: datetime,
     by: str,
     dry_run: bool,
+    scripts: bool,
     report: Callable[[int, str], None],
 ) -> list[ImportItem]:
     """Pass 2 (in the caller's transaction): save the entries, each after
@@ -209,7 +245,7 @@ def _save(
     for done, position in enumerate(order, start=1):
         entry = entries[position]
         try:
-            item = entry.item or _replan(entry, jobs, now=now)
+            item = entry.item or _replan(entry, jobs, now=now, scripts=scripts)
         except InvalidDefinition as exc:
             problems += exc.problems
             continue
@@ -225,7 +261,7 @@ def _save(
     return [items[entry.position] for entry in checked]
 
 
-def _replan(entry: _Entry, jobs: FileJobs, *, now: datetime) -> ImportItem:
+def _replan(entry: _Entry, jobs: FileJobs, *, now: datetime, scripts: bool) -> ImportItem:
     """Plan an entry that names others of the file, now that they are saved."""
     definition = parse_definition(entry.raw, where=entry.where, resolve=jobs.resolve)
     left = pending_references(*_parts(definition))
@@ -237,7 +273,7 @@ def _replan(entry: _Entry, jobs: FileJobs, *, now: datetime) -> ImportItem:
             ]
         )
     job = Job.objects.filter(pk=entry.job.pk).first() if entry.job is not None else None
-    return _item(job, definition, where=entry.where, now=now)
+    return _item(job, definition, where=entry.where, now=now, scripts=scripts)
 
 
 def _label(n: int, raw: Any) -> str:
@@ -281,11 +317,20 @@ def import_text(
     by: str,
     dry_run: bool = False,
     on_progress: ImportProgress | None = None,
+    scripts: bool = False,
 ) -> list[ImportItem]:
     """Parse `text` (`fmt`: yaml or json) and import it (see `import_jobs`;
-    `by` is recorded on pauses it sets). Raises InvalidDefinition naming
-    each refused job and field; then nothing stored has changed."""
-    return import_jobs(load(text, fmt), now=now, by=by, dry_run=dry_run, on_progress=on_progress)
+    `by` is recorded on pauses it sets and on the audit rows of scripts).
+    Raises InvalidDefinition naming each refused job and field; then
+    nothing stored has changed."""
+    return import_jobs(
+        load(text, fmt),
+        now=now,
+        by=by,
+        dry_run=dry_run,
+        on_progress=on_progress,
+        scripts=scripts,
+    )
 
 
 ACTIONS = ("create", "update", "unchanged")
@@ -304,10 +349,11 @@ class ImportCheck:
         return not self.problems
 
 
-def check_text(text: str, fmt: str, *, now: datetime) -> ImportCheck:
-    """The plan of importing `text`, writing nothing."""
+def check_text(text: str, fmt: str, *, now: datetime, scripts: bool = False) -> ImportCheck:
+    """The plan of importing `text`, writing nothing (`scripts`: as import_jobs)."""
     try:
-        return ImportCheck(items=import_text(text, fmt, now=now, by="dry run", dry_run=True))
+        items = import_text(text, fmt, now=now, by="dry run", dry_run=True, scripts=scripts)
+        return ImportCheck(items=items)
     except InvalidDefinition as exc:
         return ImportCheck(problems=problem_texts(exc))
 

@@ -356,6 +356,31 @@ class Trigger(models.Model):
         blank=True,
         help_text='Dependency: the statuses of its end that start this job, e.g. ["succeeded"].',
     )
+    # F-16: kind "file": a matching file created, changed or renamed into
+    # `watch_folder` starts a run (runs/watching.py); no fire times.
+    watch_folder = models.CharField(
+        "folder",
+        max_length=500,
+        blank=True,
+        help_text="File: the absolute path of the folder to watch.",
+    )
+    watch_pattern = models.CharField(
+        "file pattern",
+        max_length=200,
+        blank=True,
+        default="*",
+        help_text="File: a glob for the file's name, e.g. *.csv (case-sensitive).",
+    )
+    watch_recursive = models.BooleanField(
+        "include subfolders", default=False, help_text="File: watch the folders below it too."
+    )
+    settle_seconds = models.PositiveIntegerField(
+        "settle time (seconds)",
+        default=2,
+        validators=[MaxValueValidator(3600)],
+        help_text="File: start once the file has not changed (no event, same size and"
+        " modification time) for this long: a file still being written is waited for.",
+    )
     # F-105: days on which it never fires.
     exclude_calendars = models.ManyToManyField(
         "HolidayCalendar",

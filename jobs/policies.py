@@ -17,6 +17,9 @@ class JobKind(models.TextChoices):
     COMMAND = "command", "Command (a program)"
     # One of Takt's built-in functions with its params (jobs/core/system.py).
     SYSTEM = "system", "System function (built in)"
+    # Python source edited in the admin, run in a subprocess; off unless
+    # TAKT_SCRIPTS_ENABLED, superusers only (jobs/core/script.py, runs/scripts.py).
+    SCRIPT = "script", "Script (Python source)"
 
 
 class OverlapPolicy(models.TextChoices):
@@ -78,6 +81,8 @@ class TriggerKind(models.TextChoices):
     CALENDAR = "calendar", "Calendar preset"
     # When a run of another job ends with one of the chosen statuses (F-33).
     DEPENDENCY = "dependency", "After another job"
+    # When a matching file appears or changes in a watched folder (F-16).
+    FILE = "file", "File in a watched folder"
 
 
 class CalendarRuleChoice(models.TextChoices):

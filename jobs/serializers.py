@@ -22,6 +22,7 @@ from django.db.models import Min, Model
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 
 from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.definitions import (
@@ -35,6 +36,7 @@ from jobs.definitions import (
 from jobs.models import ConcurrencyGroup, HolidayCalendar, Job, ResultVariable, Trigger
 from jobs.policies import IntervalAnchorChoice, TriggerKind
 from jobs.references import reference_of, stored_job
+from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, touches_scripts
 from jobs.specs import trigger_description
 
 INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
@@ -241,7 +243,10 @@ class JobSerializer(ModelRulesSerializer):
         model = Job
         fields = ("id", *JOB_FIELDS, "triggers", "interval_minutes", "next_run_at", *JOB_STATE)
         read_only_fields = JOB_STATE
-        extra_kwargs = {"key": {"validators": []}}  # uniqueness: model validation, one message
+        extra_kwargs = {
+            "key": {"validators": []},  # uniqueness: model validation, one message
+            "script": {"trim_whitespace": False},  # a script's source as written
+        }
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_next_run_at(self, obj: Job) -> Any:
@@ -283,11 +288,26 @@ class JobSerializer(ModelRulesSerializer):
             raise serializers.ValidationError(
                 {field: ["this job is declared in code (code_managed): change it there"]}
             )
+        self._check_scripts(attrs, triggers)
         try:
             plan = plan_definition(self.instance, attrs, triggers, now=timezone.now())
         except DjangoValidationError as exc:
             raise serializers.ValidationError(django_errors(exc)) from None
         return {"plan": plan}
+
+    def _check_scripts(self, attrs: dict[str, Any], triggers: list[Any] | None) -> None:
+        """Through the API only a superuser creates or changes a script job
+        (F-02 `script`): 403 naming `kind`. Enabling or pausing one (only
+        OPERATOR_FIELDS) stays an operator's. Without a request (an
+        import) the importer checks (jobs.importing)."""
+        request = self.context.get("request")
+        stored = self.instance.kind if self.instance is not None else None
+        if request is None or not touches_scripts(stored, attrs.get("kind")):
+            return
+        if stored is not None and triggers is None and set(attrs) <= OPERATOR_FIELDS:
+            return
+        if not may_write_scripts(request.user):
+            raise PermissionDenied({"kind": [SUPERUSERS_ONLY]})
 
     def _interval_triggers(self, minutes: int | None) -> list[dict[str, Any]]:
         if minutes is None:

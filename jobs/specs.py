@@ -46,6 +46,10 @@ SCHEDULE_FIELDS = (
     "weekdays",
     "window_start",
     "window_end",
+    "watch_folder",
+    "watch_pattern",
+    "watch_recursive",
+    "settle_seconds",
 )
 
 
@@ -76,6 +80,13 @@ def trigger_spec(trigger: Trigger, *, now: datetime | None = None) -> core.Trigg
         upstream = trigger.upstream_job if trigger.upstream_job_id is not None else None
         label = f"{upstream.name!r} (#{upstream.pk})" if upstream is not None else "(none)"
         return core.AfterSpec(label, tuple(trigger.upstream_statuses or ("succeeded",)))
+    if trigger.kind == TriggerKind.FILE:
+        return core.FileSpec(
+            trigger.watch_folder,
+            trigger.watch_pattern,
+            trigger.watch_recursive,
+            trigger.settle_seconds,
+        )
     if trigger.kind == TriggerKind.ONCE:
         if trigger.run_at is None:
             raise ValueError("a once trigger needs run_at")

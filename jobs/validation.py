@@ -8,11 +8,14 @@ next_run_at and `active` before it is saved (Trigger.save)."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
-from datetime import datetime
+import socket
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from jobs import registry
@@ -20,7 +23,9 @@ from jobs.coordination import validate_coordination, validate_trigger_links
 from jobs.core import triggers as core
 from jobs.core.missed import validate_missed_run_rules
 from jobs.core.rules import validate_overlap_rules, validate_retry_rules
+from jobs.core.script import check_script
 from jobs.core.system import validate_system
+from jobs.core.watch import takes
 from jobs.policies import (
     ALL_WEEKDAYS,
     JobKind,
@@ -45,6 +50,10 @@ from jobs.specs import (
 if TYPE_CHECKING:
     from jobs.models import HolidayCalendar, Job, Trigger
 
+SCRIPTS_OFF = (
+    "script jobs are off on this installation: set TAKT_SCRIPTS_ENABLED=true to allow them"
+    " (superusers only; see docs/job-kinds.md)"
+)
 # The pure core's TriggerError fields that are named differently on the model.
 ERROR_FIELDS = {
     "rule": "calendar_rule",
@@ -69,6 +78,8 @@ def validate_job(job: Job) -> None:
         _validate_command(job)
     elif job.kind == JobKind.SYSTEM:
         _validate_system(job)
+    elif job.kind == JobKind.SCRIPT:
+        _validate_script(job)
     elif not job.target:
         raise ValidationError(
             {
@@ -100,6 +111,17 @@ def _validate_command(job: Job) -> None:
     up on this machine."""
     try:
         command_spec(job, is_dir=os.path.isdir)
+    except core.TriggerError as exc:
+        raise ValidationError({exc.field: exc.message}) from None
+
+
+def _validate_script(job: Job) -> None:
+    """F-02 `script`: only while TAKT_SCRIPTS_ENABLED, and its source must
+    compile (line and column of a syntax error in the message)."""
+    if not settings.TAKT_SCRIPTS_ENABLED:
+        raise ValidationError({"kind": SCRIPTS_OFF})
+    try:
+        check_script(job.script)
     except core.TriggerError as exc:
         raise ValidationError({exc.field: exc.message}) from None
 
@@ -155,9 +177,10 @@ _REQUIRED = {
     TriggerKind.ONCE: ("run_at",),
     TriggerKind.CALENDAR: ("calendar_rule", "at_time"),
     TriggerKind.DEPENDENCY: ("upstream_job",),
+    TriggerKind.FILE: ("watch_folder",),
 }
 # Kinds that run at no time of day of their own: weekdays and windows do not apply.
-_UNTIMED = (TriggerKind.ONCE, TriggerKind.DEPENDENCY)
+_UNTIMED = (TriggerKind.ONCE, TriggerKind.DEPENDENCY, TriggerKind.FILE)
 
 
 def _required(trigger: Trigger) -> None:
@@ -193,6 +216,8 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
         trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
     if trigger.kind in _UNTIMED and (trigger.window_start or trigger.window_end):
         what = "runs at its date and time" if trigger.kind == TriggerKind.ONCE else "has no time"
+        if trigger.kind == TriggerKind.FILE:
+            what = "fires when a file arrives"
         raise ValidationError(
             {"window_start": f"a {trigger.kind} trigger {what}: leave the window empty"}
         )
@@ -204,6 +229,11 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
         trigger.upstream_statuses = list(statuses)
     else:  # left over from another kind (the admin hides them)
         trigger.upstream_job, trigger.upstream_statuses = None, []
+    if trigger.kind == TriggerKind.FILE:
+        _check_watch(trigger)
+    else:  # left over from another kind
+        trigger.watch_folder, trigger.watch_pattern, trigger.watch_recursive = "", "*", False
+        trigger.settle_seconds = 2
     validate_trigger_links(trigger)
     try:
         core.validate_jitter(trigger.jitter_seconds)
@@ -219,6 +249,74 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
         raise _invalid(exc) from None
 
 
+def _check_watch(trigger: Trigger) -> None:
+    """A file trigger (F-16): the pure checks (absolute folder, a pattern for
+    a name, the settle time), then that the folder is there and readable on
+    this machine; the folder and pattern are stored tidied."""
+    try:
+        spec = core.validate_spec(trigger_spec(trigger), now=datetime.now(UTC))
+    except core.TriggerError as exc:
+        raise _invalid(exc) from None
+    assert isinstance(spec, core.FileSpec)
+    trigger.watch_folder, trigger.watch_pattern = spec.folder, spec.pattern
+    problem = folder_problem(spec.folder)
+    if problem:
+        raise ValidationError({"watch_folder": problem})
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why a watcher could not watch `folder` on this machine, if it could not."""
+    if not os.path.exists(folder):
+        return f"{folder} does not exist on {socket.gethostname()}"
+    if not os.path.isdir(folder):
+        return f"{folder} is a file, not a folder"
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return f"{folder} is not readable by the user Takt runs as (uid {os.getuid()})"
+    return None
+
+
+def watch_warnings(trigger: Trigger, *, limit: int = 10_000) -> list[str]:
+    """What is likely wrong with a file trigger that is not refused: a
+    pattern that matches none of the files in the folder now (warned, as a
+    folder may be empty until the first file comes)."""
+    if trigger.kind != TriggerKind.FILE or folder_problem(trigger.watch_folder):
+        return []
+    warnings = []
+    job = trigger.job if trigger.job_id else None
+    if job is not None and job.overlap_policy in (OverlapPolicy.SKIP, OverlapPolicy.BUFFER_ONE):
+        warnings.append(
+            f"the job's overlap policy is '{job.overlap_policy}': a file that arrives while"
+            " its run for another file is active is recorded skipped; 'buffer_all' runs"
+            " each file in turn"
+        )
+    spec = trigger_spec(trigger)
+    assert isinstance(spec, core.FileSpec)
+    names: list[str] = []
+    for root, dirs, files in os.walk(spec.folder):
+        names += [os.path.join(root, name) for name in files]
+        if not spec.recursive or len(names) > limit:
+            break
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    if not names or any(takes(spec, path) for path in names):
+        return warnings
+    folded = [
+        path
+        for path in names
+        if fnmatch.fnmatch(os.path.basename(path).lower(), spec.pattern.lower())
+    ]
+    hint = (
+        f"; names are matched case-sensitively, and {len(folded)} would match"
+        f" ignoring case (e.g. {os.path.basename(folded[0])})"
+        if folded
+        else ""
+    )
+    return [
+        *warnings,
+        f"no file in {spec.folder} matches {spec.pattern} now ({len(names)} file(s)"
+        f" there){hint}: the trigger waits for one that does",
+    ]
+
+
 def first_fire(spec: core.TriggerSpec, *, now: datetime) -> datetime | None:
     """compute_first_fire, refusing a repeating trigger that never fires.
     validate_spec catches constraints that allow nothing; this catches a
@@ -227,7 +325,7 @@ def first_fire(spec: core.TriggerSpec, *, now: datetime) -> datetime | None:
     ValidationError on "window_start", else "weekdays", else
     "exclude_calendars"."""
     first = core.compute_first_fire(spec, now=now)
-    if first is not None or isinstance(spec, core.OnceSpec | core.AfterSpec):
+    if first is not None or isinstance(spec, core.OnceSpec | core.AfterSpec | core.FileSpec):
         return first
     if spec.constraints is None:
         return first

@@ -38,10 +38,25 @@ MIN_SLEEP_S = 0.02
 class TaktScheduler(Scheduler):
     _connection: Any = None
 
+    _watcher: Any = None
+
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
         # A beat (re)started while the database is down waits for it.
         retry_through_outage(self.sync_declared_jobs, what="beat start")
+        if settings.TAKT_WATCH_FILES:
+            # F-16, F-17: the watched folders, one watcher per folder in the
+            # cluster (runs/watching.py).
+            from runs.watching import Watcher
+
+            self._watcher = Watcher(name="beat")
+            self._watcher.start()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()  # hands its folders over at once
+            self._watcher = None
+        super().close()
 
     def sync_declared_jobs(self) -> None:
         """F-75: sync the jobs declared in code once, at start. A bad

@@ -97,12 +97,15 @@ def run_command(ctx: JobContext, spec: CommandSpec) -> int:
     return exit_code(returncode, spec, ctx)
 
 
-def start_command(ctx: JobContext, spec: CommandSpec) -> subprocess.Popen[bytes]:
-    """Start the program through the supervisor and log its first line;
-    returns the supervisor's process (the group's leader) once the program
-    runs. Raises CommandNotStarted. The supervisor stops the program when
-    the calling *thread* ends (the parent-death signal follows the thread
-    that forked), so call it from the thread that follows the program."""
+def start_command(
+    ctx: JobContext, spec: CommandSpec, *, label: str = ""
+) -> subprocess.Popen[bytes]:
+    """Start the program through the supervisor and log its first line
+    (`label`, default the command line, and the pid); returns the
+    supervisor's process (the group's leader) once the program runs.
+    Raises CommandNotStarted. The supervisor stops the program when the
+    calling *thread* ends (the parent-death signal follows the thread that
+    forked), so call it from the thread that follows the program."""
     read_fd, write_fd = os.pipe()
     try:
         process = subprocess.Popen(
@@ -140,7 +143,7 @@ def start_command(ctx: JobContext, spec: CommandSpec) -> subprocess.Popen[bytes]
         _close(process)
         reason = started.removeprefix("error ") or "the supervisor exited"
         raise CommandNotStarted(f"the command could not be started: {reason} ({spec.describe()})")
-    ctx.log(f"{spec.describe()}  (pid {started.split()[1]})")
+    ctx.log(f"{label or spec.describe()}  (pid {started.split()[1]})")
     return process
 
 

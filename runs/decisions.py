@@ -47,6 +47,9 @@ runs/variables.py, runs/dependencies.py, runs/children.py, runs/queue.py):
 * `dependency_started`: an upstream run's end started (or recorded skipped)
   a dependant's run, on the dependant's job with its dependency trigger:
   "run #40 of job #3 ended succeeded: started run #41";
+* `file_started`: a settled file or a RUN file started (or recorded
+  skipped) a run of the job (runs/watching.py): "created /srv/in/a.csv
+  (15 bytes): started run #43";
 * `child_started`: a parent run started its next child's run, on the
   child's job: "child 'Transform' of parent run #40: run #42 queued";
 * `maintenance`: maintenance mode went on or off, job 0 (cluster-wide):

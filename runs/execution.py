@@ -63,6 +63,7 @@ from runs.models import Run, RunStatus
 from runs.outage import retry_through_outage
 from runs.outcome import Outcome, count_end, ended_elsewhere, record_end
 from runs.overlap import release_next_held
+from runs.scripts import script_target
 from runs.services import start_run
 from runs.signals import run_started
 from runs.starting import admit_start, start_parent
@@ -250,7 +251,10 @@ def _target(job: Any) -> tuple[Callable[..., Any], bool]:
     """What a run calls, and whether it takes the context: a callable's
     registered function, or for a command job its process (runs/commands.py;
     a spec that no longer holds on this worker, such as a working directory
-    gone, could not start)."""
+    gone, could not start), or for a script job its source's process
+    (runs/scripts.py; not while scripts are off)."""
+    if job.kind == JobKind.SCRIPT:  # its source in a process of its own (runs/scripts.py)
+        return script_target(job), True
     if job.kind != JobKind.COMMAND:
         return resolve(job.target)
     spec = spec_at_start(job)

@@ -17,6 +17,8 @@ from jobs.errors import InvalidInput, QueuePaused, TaktError
 from jobs.exchange import InvalidDefinition
 from jobs.importing import action_counts, import_text, plan_lines, problem_texts, summary_line
 from jobs.models import Job
+from jobs.policies import JobKind
+from jobs.scripts import SUPERUSERS_ONLY, superuser_named
 from runs.backfill import backfill, backfill_fire_times
 from runs.context import JobFailed
 from runs.models import RunTrigger
@@ -99,17 +101,21 @@ def _offset(job: Any, base: int, total: int, label: str) -> Callable[[int, int],
 
 def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A manual run of each job, as "Run now" starts it (also disabled
-    jobs). Progress: jobs handled. A paused queue stops it."""
+    jobs); a script job only when whoever started it (`by`) is a superuser
+    now (F-02). Progress: jobs handled. A paused queue stops it."""
     ids: list[int] = params["jobs"]
     found = Job.objects.in_bulk(ids)
     failures: list[str] = []
     counts = Counter[str]()
+    scripts = superuser_named(params.get("by"))
     for n, pk in enumerate(ids, start=1):
         target = found.get(pk)
         label = str(target) if target is not None else f"job #{pk}"
         try:
             if target is None:
                 raise TaktError("no longer exists")
+            if target.kind == JobKind.SCRIPT and not scripts:
+                raise TaktError(SUPERUSERS_ONLY)
             run = enqueue_job(target, trigger=RunTrigger.MANUAL)
         except QueuePaused as exc:
             raise JobFailed(f"stopped after {n - 1} of {len(ids)} job(s): {exc}") from None
@@ -128,13 +134,20 @@ def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
 def import_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """An import of jobs (jobs.importing), all or nothing. Progress: a step
     per job checked and per job saved. The output is the plan, as
-    `import_jobs` prints it; refused, the problems, one per line."""
+    `import_jobs` prints it; refused, the problems, one per line. Script
+    jobs only when whoever started it (`by`) is a superuser now (F-02)."""
     by = f"{params.get('by') or 'an operator'} (import, run #{job.run_id})"
     source = params.get("source") or "pasted text"
     job.log(f"importing jobs from {source}")
     try:
         items = import_text(
-            params["text"], params["format"], now=timezone.now(), by=by, on_progress=job.progress
+            params["text"],
+            params["format"],
+            now=timezone.now(),
+            by=by,
+            on_progress=job.progress,
+            # Script jobs only for a superuser, as its user is now (F-02).
+            scripts=superuser_named(params.get("by")),
         )
     except InvalidDefinition as exc:
         problems = problem_texts(exc)

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
+    "django_ace",  # the script editor's ACE files, served locally (no CDN)
     "jobs.apps.JobsConfig",
     "runs.apps.RunsConfig",
     "heartbeats.apps.HeartbeatsConfig",
@@ -195,6 +196,10 @@ TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, 
 TAKT_COMMAND_KILL_GRACE_SECONDS = env_int(
     "TAKT_COMMAND_KILL_GRACE_SECONDS", 5, minimum=1, maximum=25
 )
+# Script jobs (F-02 `script`): Python source edited in the admin, run on the
+# workers. Off unless set: whoever may write a script may run any code as the
+# worker's user (docs/job-kinds.md, "script"). Superusers only, even when on.
+TAKT_SCRIPTS_ENABLED = env_bool("TAKT_SCRIPTS_ENABLED", False)
 # While the database is down, a worker retries a run's claim this long (with
 # backoff, at most half the run's time limit) before it sends the run again.
 TAKT_DB_OUTAGE_MAX_SECONDS = env_int("TAKT_DB_OUTAGE_MAX_SECONDS", 300, minimum=1, maximum=86400)
@@ -224,6 +229,33 @@ TAKT_DECISION_LOG_SIZE = env_int("TAKT_DECISION_LOG_SIZE", 100_000, minimum=100,
 TAKT_DEDUPE_WINDOW_SECONDS = env_int(
     "TAKT_DEDUPE_WINDOW_SECONDS", 86400, minimum=1, maximum=365 * 86400
 )
+# F-16, F-17: the beat watches the folders of file triggers and the RUN-file
+# folders (runs/watching.py), one watcher per folder in the cluster.
+TAKT_WATCH_FILES = env_bool("TAKT_WATCH_FILES", True)
+# Poll the folders (every second) instead of inotify: for network file
+# systems, whose changes made on another machine inotify does not see.
+TAKT_WATCH_POLLING = env_bool("TAKT_WATCH_POLLING", False)
+# Folders where a file <prefix><job id>.RUN requests a run of that job
+# (absolute paths, separated by ":"); none by default.
+TAKT_RUN_FILE_FOLDERS = [
+    folder.strip() for folder in env_str("TAKT_RUN_FILE_FOLDERS", "").split(":") if folder.strip()
+]
+for _folder in TAKT_RUN_FILE_FOLDERS:
+    if not _folder.startswith("/"):
+        raise ImproperlyConfigured(
+            f"TAKT_RUN_FILE_FOLDERS: {_folder!r} must be an absolute path (starting with /)"
+        )
+TAKT_RUN_FILE_PREFIX = env_str("TAKT_RUN_FILE_PREFIX", "Takt").strip()
+if not TAKT_RUN_FILE_PREFIX.replace("_", "a").replace(".", "a").replace("-", "a").isalnum() or (
+    len(TAKT_RUN_FILE_PREFIX) > 50
+):
+    raise ImproperlyConfigured(
+        f"TAKT_RUN_FILE_PREFIX: must be 1 to 50 letters, digits, '_', '.' or '-',"
+        f" got {TAKT_RUN_FILE_PREFIX!r}"
+    )
+# Where a consumed RUN file goes: empty deletes it; a name or relative path
+# is a folder inside the watched one (made when needed), e.g. "done".
+TAKT_RUN_FILE_DONE_FOLDER = env_str("TAKT_RUN_FILE_DONE_FOLDER", "").strip()
 # F-75: jobs declared in code, synced into the database when the beat starts
 # (and by `manage.py sync_jobs`): a dict {key: job} like Celery's
 # beat_schedule, in the export format of `manage.py export_jobs`; and/or a

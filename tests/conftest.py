@@ -79,6 +79,7 @@ def _takt_test_settings(redis_url: str) -> Iterator[None]:
         REDIS_URL=redis_url,
         CELERY_BROKER_URL=redis_url,
         REDIS_SENTINEL=None,  # the private Redis even when the shell sets REDIS_SENTINELS
+        TAKT_WATCH_FILES=False,  # a beat made in the test's process starts no watcher thread
     ):
         app.conf.broker_url = redis_url
         yield

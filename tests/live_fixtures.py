@@ -77,6 +77,7 @@ def live_env(
         TAKT_POLL_SECONDS="0.2",
         TAKT_LOCK_TTL_SECONDS="3",
         TAKT_REPUBLISH_AFTER_SECONDS="3",
+        TAKT_WATCH_FILES="true",  # the beats watch folders (tests/e2e/test_file_triggers_e2e.py)
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )

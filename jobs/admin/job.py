@@ -51,12 +51,14 @@ from jobs.admin.panels import (
     titled,
 )
 from jobs.admin.queue import QueueStateAdmin  # noqa: F401  (registers the queue page)
+from jobs.admin.scripts import ScriptAdmin, script_fieldsets, script_summary
 from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
 from jobs.models import Job
-from jobs.policies import JobKind
+from jobs.policies import JobKind, TriggerKind
+from jobs.validation import watch_warnings
 from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
@@ -76,7 +78,7 @@ class BackfillForm(forms.Form):
 
 
 @admin.register(Job)
-class JobAdmin(CoordinationFields, admin.ModelAdmin):
+class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
@@ -111,9 +113,11 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
 
     @admin.display(description="Runs", ordering=None)
     def what(self, obj: Job) -> str:
-        """A callable's target, or a command job's command line."""
+        """A callable's target, a command job's command line, a script's size."""
         if obj.kind == JobKind.COMMAND:
             return command_summary(obj)
+        if obj.kind == JobKind.SCRIPT:
+            return f"script: {script_summary(obj)}"
         return obj.target
 
     def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> Any:
@@ -122,13 +126,15 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
         job = obj or Job()
         collapsed = ("collapse",)
         command = job.kind == JobKind.COMMAND
+        script = job.kind == JobKind.SCRIPT
         return (
             (
                 None,
                 {
                     "fields": (
                         ("name", "enabled"),
-                        *(() if command else ("target",)),  # a command job runs its command
+                        # A command job runs its command, a script job its script.
+                        *(() if command or script else ("target",)),
                         "params",
                         "description",
                         ("key", "kind"),
@@ -150,6 +156,7 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
                     ),
                 },
             ),
+            *script_fieldsets(job, request.user),
             (
                 titled("Dispatch", dispatch_summary(job)),
                 {
@@ -309,11 +316,24 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
                 obj.paused_until, obj.consecutive_failures = None, 0
         super().save_model(request, obj, form, change)
 
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Saved as asked; what is likely wrong with a file trigger (a pattern
+        that matches nothing there now, a job that skips files while busy)
+        is said as a warning (F-16)."""
+        super().save_related(request, form, formsets, change)
+        for trigger in form.instance.triggers.filter(kind=TriggerKind.FILE):
+            for warning in watch_warnings(trigger):
+                self.message_user(
+                    request, f"File trigger #{trigger.pk}: {warning}", messages.WARNING
+                )
+
     # --- actions ---------------------------------------------------------------
     @admin.action(description="Run now")
     def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """Up to INLINE_RUN_NOW_MAX jobs at once here; more as a `bulk_run`
         operation (F-93), whose run page shows its progress."""
+        if self.scripts_refused(request, queryset.filter(kind=JobKind.SCRIPT)):
+            return None
         ids = list(queryset.values_list("pk", flat=True))
         if len(ids) > INLINE_RUN_NOW_MAX:
             return start_operation_view(
@@ -388,6 +408,7 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
         run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
         return [
             path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"),
+            *self.script_urls(),
             *timeline_urls(self.admin_site),
             *import_urls(self),
             *super().get_urls(),
@@ -396,7 +417,7 @@ class JobAdmin(CoordinationFields, admin.ModelAdmin):
     def run_now_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         job = get_object_or_404(Job, pk=job_id)
         back = HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
-        if not self.has_change_permission(request, job):
+        if self.scripts_refused(request, [job]) or not self.has_change_permission(request, job):
             return back
         try:
             run = enqueue_job(job, trigger=RunTrigger.MANUAL)

@@ -121,10 +121,20 @@ class TriggerForm(forms.ModelForm):
             self.initial["upstream_statuses"] = ["succeeded"]
         if "jitter_seconds" in self.fields:
             self.fields["jitter_seconds"].required = False  # empty: no jitter
+        for name in ("settle_seconds", "watch_pattern"):  # empty: the default
+            if name in self.fields:
+                self.fields[name].required = False
 
     def clean_jitter_seconds(self) -> int:
         value = self.cleaned_data.get("jitter_seconds")
         return 0 if value is None else int(value)
+
+    def clean_settle_seconds(self) -> int:
+        value = self.cleaned_data.get("settle_seconds")
+        return 2 if value is None else int(value)
+
+    def clean_watch_pattern(self) -> str:
+        return self.cleaned_data.get("watch_pattern") or "*"
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -183,6 +193,9 @@ class TriggerInline(admin.StackedInline):
                     "run_at",
                     "upstream_job",
                     "upstream_statuses",
+                    "watch_folder",
+                    ("watch_pattern", "watch_recursive"),
+                    "settle_seconds",
                 )
             },
         ),
@@ -224,6 +237,8 @@ class TriggerInline(admin.StackedInline):
             return EMPTY
         if obj.kind == TriggerKind.DEPENDENCY:
             return "none by the clock: it fires when a run of the upstream job ends"
+        if obj.kind == TriggerKind.FILE:
+            return "none by the clock: it fires when a matching file arrives"
         if not obj.active:
             return format_html(
                 "{} <span class='takt-muted'>({})</span>",
@@ -236,7 +251,7 @@ class TriggerInline(admin.StackedInline):
     def upcoming(self, obj: Trigger) -> str:
         if obj.pk is None:
             return "Save to see the next fire times."
-        if obj.kind == TriggerKind.DEPENDENCY:
+        if obj.kind in (TriggerKind.DEPENDENCY, TriggerKind.FILE):
             return format_html("{}: no fire times", specs.trigger_description(obj))
         now = timezone.now()
         try:

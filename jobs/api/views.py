@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Min, Q, QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
@@ -22,7 +23,8 @@ from jobs.api.auth import caller, is_user, job_token
 from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
-from jobs.policies import ApiTriggerPermission
+from jobs.policies import ApiTriggerPermission, JobKind
+from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, record_script_change
 from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
 from runs import queue
 from runs.api.views import RunSerializer  # the API is glue over all apps, like the admin
@@ -97,7 +99,11 @@ class JobViewSet(
             raise serializers.ValidationError(
                 {"code_managed": ["this job is declared in code: remove it there"]}
             )
-        instance.delete()
+        if instance.kind == JobKind.SCRIPT and not may_write_scripts(self.request.user):
+            raise PermissionDenied({"kind": [SUPERUSERS_ONLY]})
+        with transaction.atomic():  # the script's audit row with the deletion (F-02)
+            record_script_change(instance, instance.script, by=caller(self.request), deleted=True)
+            instance.delete()
 
     @extend_schema(
         request=RunRequestSerializer,
@@ -126,6 +132,9 @@ class JobViewSet(
         users and this job's tokens, `token` only this job's tokens."""
         job = self._job(pk)
         self._check_trigger_permission(request, job)
+        if job.kind == JobKind.SCRIPT and not may_write_scripts(request.user):
+            # F-02: a superuser's run, never a token's (whatever the job permits)
+            raise PermissionDenied({"kind": [SUPERUSERS_ONLY]})
         body = RunRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         key = request.headers.get("Idempotency-Key", "").strip()

@@ -61,6 +61,7 @@ from jobs.core.presets import CalendarSpec, calendar_cron
 from jobs.core.triggers import (
     AfterSpec,
     CronSpec,
+    FileSpec,
     IntervalAnchor,
     IntervalSpec,
     OnceSpec,
@@ -315,8 +316,8 @@ class _Plans:
 def _count(plans: _Plans, load: LoadTrigger) -> dict[int, int]:
     """The trigger's fire times per display cell (only cells it fires in)."""
     spec = load.spec
-    if isinstance(spec, AfterSpec):
-        return {}  # fires on another job's end: no fire times to count
+    if isinstance(spec, AfterSpec | FileSpec):
+        return {}  # fires on another job's end or a file: no fire times to count
     if isinstance(spec, OnceSpec):
         cell = plans.cell_at(to_us(spec.at)) if load.next_at is not None else None
         return {} if cell is None else {cell: 1}

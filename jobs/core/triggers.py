@@ -52,11 +52,14 @@ from jobs.core.presets import (
     calendar_words,
     check_calendar,
 )
+from jobs.core.watch import FileSpec, describe_file, validate_file_spec
 
 __all__ = [
     "DEPENDENCY_STATUSES",
     "MAX_GAP",
+    "UNCLOCKED",
     "AfterSpec",
+    "FileSpec",
     "CalendarRule",
     "CalendarSpec",
     "Constraints",
@@ -130,7 +133,9 @@ class AfterSpec:
     statuses: tuple[str, ...] = ("succeeded",)
 
 
-TriggerSpec = CronSpec | IntervalSpec | OnceSpec | CalendarSpec | AfterSpec
+TriggerSpec = CronSpec | IntervalSpec | OnceSpec | CalendarSpec | AfterSpec | FileSpec
+# Kinds that fire on an event, never by the clock: they have no fire times.
+UNCLOCKED = (AfterSpec, FileSpec)
 
 # --- validation -------------------------------------------------------------
 
@@ -234,6 +239,8 @@ def validate_spec(spec: TriggerSpec, *, now: datetime) -> TriggerSpec:
         return spec
     elif isinstance(spec, AfterSpec):
         return AfterSpec(spec.upstream, check_dependency_statuses(spec.statuses))
+    elif isinstance(spec, FileSpec):
+        return validate_file_spec(spec)
     else:
         assert_never(spec)
     _check_fires(valid, now)
@@ -320,8 +327,8 @@ def iter_fire_times(spec: TriggerSpec, *, after: datetime) -> Iterator[datetime]
     elif isinstance(spec, OnceSpec):
         if spec.at > after:
             yield spec.at.astimezone(UTC)
-    elif isinstance(spec, AfterSpec):
-        return  # fires on another job's end, never by the clock
+    elif isinstance(spec, UNCLOCKED):
+        return  # fires on another job's end or a file, never by the clock
     else:
         assert_never(spec)
 
@@ -376,7 +383,7 @@ def compute_latest_fire(spec: TriggerSpec, *, at_or_before: datetime) -> datetim
         return (start + (at_or_before - start) // spec.every * spec.every).astimezone(UTC)
     if isinstance(spec, OnceSpec):
         return spec.at.astimezone(UTC) if spec.at <= at_or_before else None
-    if isinstance(spec, AfterSpec):
+    if isinstance(spec, UNCLOCKED):
         return None
     assert_never(spec)
 
@@ -389,7 +396,7 @@ def compute_fire_times(spec: TriggerSpec, *, after: datetime, count: int) -> lis
     if not 1 <= count <= MAX_PREVIEW:
         raise TriggerError("count", f"must be between 1 and {MAX_PREVIEW}, got {count}")
     zone: tzinfo
-    if isinstance(spec, AfterSpec):
+    if isinstance(spec, UNCLOCKED):
         return []
     if isinstance(spec, OnceSpec):
         zone = spec.at.tzinfo or UTC
@@ -457,6 +464,8 @@ def describe(spec: TriggerSpec) -> str:
         return f"once at {_format(spec.at)}"
     if isinstance(spec, AfterSpec):
         return f"after job {spec.upstream} ends {_or_words(spec.statuses)}"
+    if isinstance(spec, FileSpec):
+        return describe_file(spec)
     assert_never(spec)
 
 

@@ -102,6 +102,7 @@ def test_the_policies_are_collapsed_under_headings_that_say_what_they_hold(
     expect(policies.locator("summary")).to_have_text(
         [
             "Command — for command jobs only",
+            "Script — for script jobs only",  # shown to superusers (F-02 `script`)
             "Dispatch — priority 5 · queue takt · timeout 5 min 00 s (stop) · overlap skip"
             " · missed runs: run once (latest)",
             "Coordination — no group · no condition · no parent",

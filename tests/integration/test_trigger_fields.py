@@ -545,6 +545,8 @@ def job_form(job: Job, trigger: Trigger, **row) -> dict:
         "weekdays": list(trigger.weekdays),
         "weekdays__shown": "1",
         "jitter_seconds": trigger.jitter_seconds,
+        "watch_pattern": trigger.watch_pattern,  # a file trigger's, posted as the page has them
+        "settle_seconds": trigger.settle_seconds,
         **row,
     }
     data.update({f"triggers-0-{name}": value for name, value in fields.items()})

@@ -1,5 +1,5 @@
 // Show only the fields that belong to each trigger's kind (cron, interval,
-// once, calendar, dependency) and, for a calendar preset, to its rule. A field with an
+// once, calendar, dependency, file) and, for a calendar preset, to its rule. A field with an
 // error always stays visible, and a fieldset left without a visible field is
 // hidden as a whole.
 "use strict";
@@ -14,6 +14,7 @@
     once: ["run_at"].concat(CLOCKED),
     calendar: ["calendar_rule", "at_time", "day_of_month", "month"].concat(RESTRICTIONS, CLOCKED),
     dependency: ["upstream_job", "upstream_statuses"],
+    file: ["watch_folder", "watch_pattern", "watch_recursive", "settle_seconds"],
   };
   // Calendar rules that use the day of the month, and the month.
   const RULE_FIELDS = {

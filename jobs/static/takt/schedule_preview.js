@@ -8,8 +8,8 @@
   const URL = "/api/v1/schedule/preview";
   const DELAY_MS = 300;
   const TEXT = ["kind", "cron_expression", "timezone", "interval_anchor", "calendar_rule",
-    "at_time", "window_start", "window_end"];
-  const NUMBERS = ["interval_seconds", "day_of_month", "month", "jitter_seconds"];
+    "at_time", "window_start", "window_end", "watch_folder", "watch_pattern"];
+  const NUMBERS = ["interval_seconds", "day_of_month", "month", "jitter_seconds", "settle_seconds"];
   const SPLIT_TIMES = ["start_at", "run_at"];
   // Errors that only say a field is still empty go into the box, not beside the field.
   const REQUIRED = /^required for /;
@@ -45,6 +45,8 @@
     });
     const enabled = input(box, "enabled");
     if (enabled) data.enabled = enabled.checked;
+    const recursive = input(box, "watch_recursive");
+    if (recursive) data.watch_recursive = recursive.checked;
     const id = input(box, "id");
     if (id && id.value) data.id = Number(id.value);
     const days = box.querySelectorAll("input[type=checkbox][name='" + box.dataset.prefix + "-weekdays']");
@@ -137,7 +139,9 @@
       const kind = input(box, "kind");
       never.textContent = kind && kind.value === "dependency"
         ? "No fire times: it starts each time a run of that job ends so."
-        : "Never fires again.";
+        : kind && kind.value === "file"
+          ? "No fire times: it starts once for each matching file that arrives or changes."
+          : "Never fires again.";
       panel.appendChild(never);
       return;
     }

@@ -1,0 +1,170 @@
+"""Triggers from outside the clock (F-16, F-17): which file names a watched
+folder's trigger takes, what a RUN request file asks for, and when a file
+has settled. Part of the pure core: no Django, no file system, no clock
+reads (callers pass `now` and what they saw on disk).
+
+The engine (runs/watching.py) feeds what watchdog reports and what `stat`
+says into a `Settler`; a file is taken once it has been left alone (no
+event, the same size and modification time) for the trigger's settle time,
+so a file still being written, or written in chunks and renamed, starts one
+run, with its final name and size.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from jobs.core.cron import TriggerError
+
+SETTLE_MAX_SECONDS = 3600
+RUN_SUFFIX = ".run"
+DEFAULT_RUN_PREFIX = "Takt"
+_PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,50}$")
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """A file trigger: a file whose name matches `pattern` created, changed
+    or renamed into `folder` (or below it, `recursive`) starts a run."""
+
+    folder: str
+    pattern: str = "*"
+    recursive: bool = False
+    settle_seconds: int = 2
+
+
+def validate_file_spec(spec: FileSpec) -> FileSpec:
+    """The spec with a tidy folder (no trailing slash, `..` resolved) and
+    pattern. Raises TriggerError naming "watch_folder", "watch_pattern" or
+    "settle_seconds". Whether the folder exists is the caller's question."""
+    folder = (spec.folder or "").strip()
+    if not folder:
+        raise TriggerError("watch_folder", "required for a file trigger")
+    if not folder.startswith("/"):
+        raise TriggerError(
+            "watch_folder", f"must be an absolute path (starting with /), got {folder!r}"
+        )
+    folder = posixpath.normpath(folder)
+    pattern = (spec.pattern or "").strip()
+    if not pattern:
+        raise TriggerError("watch_pattern", "required: a glob for the file's name, e.g. *.csv")
+    if "/" in pattern:
+        raise TriggerError(
+            "watch_pattern",
+            f"{pattern!r} is a path: give a pattern for the file's name (e.g. *.csv); use"
+            " the folder and 'include subfolders' for where",
+        )
+    settle = spec.settle_seconds
+    if (
+        not isinstance(settle, int)
+        or isinstance(settle, bool)
+        or not 0 <= settle <= SETTLE_MAX_SECONDS
+    ):
+        raise TriggerError(
+            "settle_seconds",
+            f"must be a whole number from 0 to {SETTLE_MAX_SECONDS}, got {settle!r}",
+        )
+    return FileSpec(folder, pattern, bool(spec.recursive), settle)
+
+
+def takes(spec: FileSpec, path: str) -> bool:
+    """Whether a file at `path` (absolute) starts the trigger: inside the
+    folder (directly, or below it when recursive), its name matching the
+    pattern (case-sensitive, as file names are), not hidden (a name starting
+    with "." is how editors and uploads write a file before they rename it)."""
+    folder = spec.folder.rstrip("/") or "/"
+    parent, name = posixpath.split(path)
+    if not name or name.startswith("."):
+        return False
+    if parent != folder:
+        if not spec.recursive or not parent.startswith(folder.rstrip("/") + "/"):
+            return False
+    return fnmatch.fnmatchcase(name, spec.pattern)
+
+
+def describe_file(spec: FileSpec) -> str:
+    """The trigger in words, for the admin and the API."""
+    where = f"{spec.folder} or a folder below it" if spec.recursive else spec.folder
+    settle = f", once unchanged for {spec.settle_seconds} s" if spec.settle_seconds else ""
+    return f"when a file matching {spec.pattern} appears or changes in {where}{settle}"
+
+
+def check_run_prefix(prefix: str) -> str:
+    """TAKT_RUN_FILE_PREFIX: letters, digits, _ . - (1 to 50). Raises
+    TriggerError("TAKT_RUN_FILE_PREFIX")."""
+    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+        raise TriggerError(
+            "TAKT_RUN_FILE_PREFIX",
+            f"must be 1 to 50 letters, digits, '_', '.' or '-', got {prefix!r}",
+        )
+    return prefix
+
+
+def run_request(name: str, prefix: str = DEFAULT_RUN_PREFIX) -> int | str | None:
+    """What a file named `name` in a RUN-file folder asks for (F-17): the
+    job id of `<prefix><id>.RUN` (prefix and suffix case-insensitive); a
+    string saying why for a name that looks like a request but is not one
+    ("Takt.RUN", "TaktX.RUN"); None for any other file, which is left alone."""
+    if not name.lower().endswith(RUN_SUFFIX) or name.startswith("."):
+        return None
+    stem = name[: -len(RUN_SUFFIX)]
+    if not stem.lower().startswith(prefix.lower()):
+        return None
+    rest = stem[len(prefix) :]
+    if rest.isascii() and rest.isdigit() and int(rest) > 0:
+        return int(rest)
+    return f"{name!r} is not a run request: name it {prefix}<job id>.RUN, e.g. {prefix}22.RUN"
+
+
+@dataclass
+class _Seen:
+    size: int
+    mtime_ns: int
+    since: datetime  # when the file was last seen to change (event or stat)
+    event: str
+
+
+@dataclass
+class Settler:
+    """The files of one folder waiting to settle. `saw` records an event or
+    a look at a file; `ready` returns those left alone for `settle` (same
+    size and modification time, no event since), oldest first, and forgets
+    them: each settled state of a file is handed out once."""
+
+    settle: timedelta
+    pending: dict[str, _Seen] = field(default_factory=dict)
+
+    def saw(self, path: str, *, size: int, mtime_ns: int, event: str, now: datetime) -> None:
+        before = self.pending.get(path)
+        if before is None or (before.size, before.mtime_ns) != (size, mtime_ns) or event != "seen":
+            kind = before.event if before is not None and event == "modified" else event
+            self.pending[path] = _Seen(size, mtime_ns, now, kind)
+
+    def gone(self, path: str) -> None:
+        """The file was deleted or renamed away before it settled."""
+        self.pending.pop(path, None)
+
+    def waiting(self) -> list[str]:
+        return list(self.pending)
+
+    def ready(self, now: datetime) -> list[tuple[str, int, int, str]]:
+        """(path, size, mtime_ns, event) of the settled files."""
+        done = [
+            (path, seen) for path, seen in self.pending.items() if now - seen.since >= self.settle
+        ]
+        done.sort(key=lambda item: item[1].since)
+        for path, _ in done:
+            del self.pending[path]
+        return [(path, s.size, s.mtime_ns, s.event) for path, s in done]
+
+
+def dedupe_key(path: str, size: int, mtime_ns: int) -> str:
+    """One run per state of a file, whichever watcher saw it: the key of the
+    run it starts (enqueue_job's dedupe_key, F-43)."""
+    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+    return f"file:{digest}:{size}:{mtime_ns}"
