@@ -108,3 +108,9 @@ class IntervalAnchorChoice(models.TextChoices):
     FROM_ENQUEUE = "from_enqueue", "Fixed rate (from the previous fire time)"
     FROM_START = "from_start", "From the previous run's start"
     FROM_FINISH = "from_finish", "Fixed delay after the previous run ends"
+
+
+# Targets only Takt itself starts: the admin's long operations (the built-in
+# "Takt operations" job) and a parent's children. Not offered in the admin,
+# refused through the API and RUN files.
+INTERNAL_TARGETS = frozenset({"takt.operation", "takt.children"})

@@ -49,7 +49,7 @@ from django.utils import timezone
 
 from jobs.core.watch import FileSpec, Settler, dedupe_key, run_request, takes
 from jobs.models import Job, Trigger
-from jobs.policies import TriggerKind
+from jobs.policies import INTERNAL_TARGETS, TriggerKind
 from jobs.validation import folder_problem
 from runs.decisions import Decision, record
 from runs.locks import get_redis
@@ -450,6 +450,8 @@ def handle_run_file(path: str, size: int, mtime_ns: int, *, now: datetime) -> Ru
     job = Job.objects.filter(pk=wanted).first()
     if job is None:
         return _refuse(path, f"no job with id {wanted}")
+    if job.target in INTERNAL_TARGETS:
+        return _refuse(path, f"job #{job.pk} runs only when Takt starts it ({job.target})")
     if job.parent_id is not None:
         return _refuse(
             path,

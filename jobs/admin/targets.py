@@ -12,9 +12,7 @@ from django.utils.safestring import SafeString
 
 from jobs import registry
 from jobs.core.system import SYSTEM_FUNCTIONS
-
-# Registered for Takt's own jobs, never a target an operator picks.
-INTERNAL_TARGETS = frozenset({"takt.operation", "takt.children"})
+from jobs.policies import INTERNAL_TARGETS
 
 
 def target_options() -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from jobs.api.auth import caller, is_user, job_token
 from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
-from jobs.policies import ApiTriggerPermission, JobKind
+from jobs.policies import INTERNAL_TARGETS, ApiTriggerPermission, JobKind
 from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, record_script_change
 from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
 from runs import queue
@@ -131,6 +131,11 @@ class JobViewSet(
         permission allows: `off` refuses everyone, `authenticated` admits
         users and this job's tokens, `token` only this job's tokens."""
         job = self._job(pk)
+        if job.target in INTERNAL_TARGETS:
+            # the admin's long operations carry who started them: not from outside
+            raise PermissionDenied(
+                {"target": [f"job #{job.pk} runs only when Takt starts it ({job.target})"]}
+            )
         self._check_trigger_permission(request, job)
         if job.kind == JobKind.SCRIPT and not may_write_scripts(request.user):
             # F-02: a superuser's run, never a token's (whatever the job permits)

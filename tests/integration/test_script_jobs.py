@@ -505,3 +505,19 @@ def test_manage_py_import_jobs_takes_scripts_as_the_shell_has_access(monkeypatch
     assert (job.kind, job.script) == ("script", REPORT)
     (record,) = AuditRecord.objects.all()
     assert (record.action, record.by) == ("create script", "deploy (import_jobs)")
+
+
+def test_the_built_in_operations_job_cannot_be_started_through_the_api():
+    """Its runs carry who started them (the admin's long operations check
+    that user's rights, such as writing scripts): a run from outside could
+    claim to be anyone."""
+    from runs.operations import operations_job
+    from tests.integration.api_helpers import SessionClient, user_with
+
+    job = operations_job()
+    client = SessionClient(user_with("jobs.view_job", "jobs.change_job"))
+    body = {"params": {"operation": "import_jobs", "text": "[]", "format": "json", "by": "admin"}}
+    response = client.send("post", f"/api/v1/jobs/{job.pk}/run", body)
+    assert response.status_code == 403
+    assert "runs only when Takt starts it" in str(response.json())
+    assert not job.runs.exists()
