@@ -205,7 +205,9 @@ class Watcher:
                     self._release(path)
                     continue
                 self.held[path] = folder
-                log.info("watching %s (%d trigger(s) or request folder)", path, len(watches))
+                triggers = sum(1 for w in watches if w.trigger_id is not None)
+                requests = " and RUN files" if len(watches) > triggers else ""
+                log.info("watching %s: %d file trigger(s)%s", path, triggers, requests)
 
     def fire_settled(self, folder: _Folder) -> None:
         now = self.clock()
