@@ -46,6 +46,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from jobs.core.watch import FileSpec, Settler, dedupe_key, run_request, takes
 from jobs.models import Job, Trigger
@@ -54,6 +55,7 @@ from jobs.validation import folder_problem
 from runs.decisions import Decision, record
 from runs.locks import get_redis
 from runs.models import Run, RunStatus, RunTrigger
+from runs.outage import describe, is_db_outage
 from runs.publish import publish_after_commit
 from runs.services import create_run
 
@@ -158,13 +160,25 @@ class Watcher:
         self.release_all()
 
     def _loop(self) -> None:
+        paused = False  # by an outage of the database or Redis
         while not self.stopping.is_set():
             try:
                 close_old_connections()  # a connection the database dropped is opened again
                 self.step()
-            except Exception:
-                log.exception("file watcher: a step failed; trying again")
+            except Exception as exc:
+                if is_db_outage(exc) or isinstance(exc, RedisError):
+                    if not paused:  # one line per outage, no traceback
+                        log.warning("file watcher paused: %s; trying again", describe(exc))
+                    paused = True
+                else:
+                    log.exception("file watcher: a step failed; trying again")
                 self.stopping.wait(1.0)
+            else:
+                if paused:
+                    log.info("file watcher going on: its files are looked at again")
+                    paused = False
+                    for folder in self.held.values():
+                        folder.scanned = 0.0  # what settled meanwhile is found now
             self.stopping.wait(STEP_SECONDS)
 
     # --- one step --------------------------------------------------------
