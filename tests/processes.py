@@ -4,12 +4,15 @@ and a process that logs to a file and is stopped with its process group."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
 import uuid
 from pathlib import Path
+
+import redis
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,3 +80,39 @@ class Proc:
             except ProcessLookupError:
                 pass
         self._log.close()
+
+
+class PrivateRedis:
+    """A redis-server without persistence on a fixed free port, which the
+    test can restart (the session's Redis is never restarted)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server") or "redis-server"
+        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        argv += ["--appendonly", "no", "--dir", str(self.workdir)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        while not _pings(client):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the private redis-server on port {self.port} did not start")
+            time.sleep(0.05)
+        client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False

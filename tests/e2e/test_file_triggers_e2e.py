@@ -3,7 +3,8 @@ written in three chunks and renamed into a watched folder starts exactly
 one run, which gets its path; a `Takt<id>.RUN` file starts its job once
 and is consumed; two beats watching the same folder start one run per
 file, and when the one holding the folder is killed (SIGKILL), the other
-takes the folder over and goes on."""
+takes the folder over and goes on; a restart of Redis without persistence
+(the leases gone) costs the watcher its folder for a moment only."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from jobs.models import Job, Trigger
 from runs.models import Run, RunStatus, RunTrigger
 from runs.watching import LEASE_SECONDS
 from tests.e2e.conftest import wait_until
+from tests.processes import PrivateRedis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -110,3 +112,43 @@ def test_two_beats_on_one_folder_start_one_run_per_file_and_survive_the_holder_k
     time.sleep(SETTLE_S + 2)
     paths = sorted(Path(r.params["path"]).name for r in Run.objects.filter(job=job))
     assert paths == ["a.csv", "b.csv", "c.csv", "d.csv"]  # each once, none again
+
+
+def test_a_redis_restart_without_persistence_loses_no_file_and_runs_none_twice(
+    tmp_path, start_process, beat
+):
+    redis_dir = tmp_path / "redis"
+    redis_dir.mkdir()
+    server = PrivateRedis(redis_dir)
+    server.start()
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    try:
+        job = watched_job(folder)
+        worker = start_process("worker", REDIS_URL=server.url)
+        watcher = beat(REDIS_URL=server.url)
+        watching(watcher, folder)
+        (folder / "before.csv").write_text("before")
+        wait_until(
+            lambda: Run.objects.filter(job=job, status=RunStatus.SUCCEEDED).count() == 1,
+            20,
+            "the run of the file before the restart",
+        )
+
+        server.stop()  # its data is gone: no RDB, no AOF, so the lease too
+        server.start()
+        (folder / "after.csv").write_text("after")
+
+        wait_until(
+            lambda: Run.objects.filter(job=job, status=RunStatus.SUCCEEDED).count() == 2,
+            40,
+            "the run of the file dropped at the restart",
+        )
+        time.sleep(SETTLE_S + 4)  # a rescan after the re-take would have doubled by now
+        paths = sorted(Path(r.params["path"]).name for r in Run.objects.filter(job=job))
+        assert paths == ["after.csv", "before.csv"]
+        assert watcher.log().count(f"takt.watching watching {folder}") == 2  # taken again
+        assert "Traceback" not in watcher.log()
+        worker.stop()
+    finally:
+        server.stop()

@@ -7,8 +7,6 @@ comes after the re-take is skipped, and the first run ends `succeeded`, not
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from runs.locks import job_lock_key, token_run_id
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
 from tests.e2e.conftest import wait_until
-from tests.processes import free_port
+from tests.processes import PrivateRedis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -93,38 +91,6 @@ def test_a_keeper_re_takes_its_lock_after_a_flushall(start_process, beat, redis_
     assert f"re-took lock {job_lock_key(job.pk)} after Redis lost it" in worker.log()
     second_run_is_skipped(job)
     assert_succeeded_not_lost(first, checker.log)
-
-
-class PrivateRedis:
-    """A redis-server without persistence on a fixed free port, which the
-    test can restart (the session's Redis is never restarted)."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server") or "redis-server"
-        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        argv += ["--appendonly", "no", "--dir", str(self.workdir)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        wait_until(lambda: _pings(client), 10, "the private redis-server")
-        client.close()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-
-
-def _pings(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 @pytest.fixture
