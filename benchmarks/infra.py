@@ -10,6 +10,7 @@ Redis (6379) or any other database.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,10 @@ def drop_postgres(base_url: str = DEFAULT_PG_URL) -> None:
         print(f"could not drop {PG_DB_NAME}: {exc}")
 
 
+# One for every child of this run: DEBUG off refuses the development key.
+SECRET_KEY = secrets.token_urlsafe(50)
+
+
 def base_env(db_url: str, redis_url: str, var_dir: Path) -> dict[str, str]:
     """The environment of every benchmark child (Takt settings by default)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAKT_", "DJANGO_"))}
@@ -113,6 +118,8 @@ def base_env(db_url: str, redis_url: str, var_dir: Path) -> dict[str, str]:
         ),
         TAKT_LOG_LEVEL="WARNING",
         DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY=SECRET_KEY,
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("BENCH_EXTRA_PATH")])),
         PYTHONUNBUFFERED="1",
     )

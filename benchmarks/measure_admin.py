@@ -78,8 +78,8 @@ def pages(seeded: seed_admin.Seeded) -> list[Page]:
     window = {"start": (seeded.now - timedelta(hours=24)).isoformat(),
               "end": seeded.now.isoformat()}  # fmt: skip
     jobs, runs, tasks = (
-        "/admin/jobs/job/",
-        "/admin/runs/run/",
+        "/admin/takt_jobs/job/",
+        "/admin/takt_runs/run/",
         "/admin/django_celery_beat/periodictask/",
     )
     return [

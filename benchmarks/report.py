@@ -208,7 +208,7 @@ def _admin_cells(r: dict[str, Any]) -> str:
             verdict(False, f"×{repeated} (one per row)") if repeated >= N_PLUS_ONE else f"×{repeated}")  # fmt: skip
     counts = r.get("full_counts") or []
     full = "–" if not counts else ", ".join(
-        verdict(False, t) if t == "runs_run" else t for t in sorted(set(counts))
+        verdict(False, t) if t == "takt_runs_run" else t for t in sorted(set(counts))
     ) + (f" (×{len(counts)})" if len(counts) > 1 else "")  # fmt: skip
     return (f"{cell(r)} | {cell({'values': r.get('cpu_ms', [])})} | {r['queries']} | {same} | {fmt(r['sql_ms'])} | {fmt(r['slowest_ms'])} "
             f"| {full} | {fmt(r['html_kb'])} | {r.get('plan_summary', '')[:160]}")  # fmt: skip

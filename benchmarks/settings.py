@@ -9,7 +9,9 @@ from __future__ import annotations
 from scheduler_project.settings import *  # noqa: F403
 from scheduler_project.settings import INSTALLED_APPS
 
-INSTALLED_APPS = [*INSTALLED_APPS, "django_celery_beat"]
+# Takt's settings add it themselves when it is installed (the importer, F-76).
+if "django_celery_beat" not in INSTALLED_APPS:
+    INSTALLED_APPS = [*INSTALLED_APPS, "django_celery_beat"]
 
 # django-celery-beat compares aware datetimes, like Takt.
 DJANGO_CELERY_BEAT_TZ_AWARE = True

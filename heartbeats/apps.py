@@ -1,9 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class HeartbeatsConfig(AppConfig):
     name = "heartbeats"
-    verbose_name = "Takt heartbeats"
+    label = "takt_heartbeats"
+    verbose_name = _("Takt heartbeats")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

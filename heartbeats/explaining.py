@@ -8,6 +8,8 @@ group, the exclusive slot, the global limit). The checklist itself is the
 pure heartbeats.core.explain.explain. Here, in heartbeats, because it reads
 all three apps (heartbeats → runs → jobs).
 
+The checklist in the reader's language: heartbeats/checklist.py.
+
 Redis: one round trip per slot of the job's lock, and one for all the slot
 sets the job's runs take (a MULTI with the server's TIME, so expired
 members are told apart as the Lua scripts of runs/slots.py do).
@@ -20,6 +22,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from heartbeats.core.check import phrase, status_phrase
 from heartbeats.core.coordination import (
     ChildrenFacts,
     ConditionFacts,
@@ -32,6 +35,7 @@ from heartbeats.core.triggers import TriggerFacts, starts_when
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs import registry
 from jobs.core.constraints import allows
+from jobs.core.cron import gettext_noop
 from jobs.core.triggers import DEPENDENCY_STATUSES, zone_of
 from jobs.models import ConcurrencyGroup, Job, QueueState, ResultVariable, Trigger
 from jobs.policies import TriggerKind
@@ -77,7 +81,8 @@ def _dependency_facts(trigger: Trigger) -> TriggerFacts:
     """A dependency (F-33): the upstream job and how its last run ended (a
     run's end in one of the trigger's statuses starts this job)."""
     upstream = trigger.upstream_job if trigger.upstream_job_id is not None else None
-    words, last = "(none)", ""
+    words = "(none)"  # a deleted upstream job: its dependency fires never
+    last_words: object = ""
     if upstream is not None:
         words = _job_words(upstream.pk, upstream.name)
         run = (
@@ -87,7 +92,11 @@ def _dependency_facts(trigger: Trigger) -> TriggerFacts:
             .first()
         )
         if run is not None:
-            last = f"its last run #{run[0]} ended {run[1].replace('_', ' ')}"
+            last_words = phrase(
+                gettext_noop("its last run #%(run)s ended %(status)s"),
+                run=run[0],
+                status=status_phrase([run[1]]),
+            )
     return TriggerFacts(
         description=trigger_description(trigger),
         enabled=trigger.enabled,
@@ -95,7 +104,7 @@ def _dependency_facts(trigger: Trigger) -> TriggerFacts:
         allowed_now=True,  # a dependency ignores weekdays and windows
         upstream=words,
         statuses=tuple(trigger.upstream_statuses or ("succeeded",)),
-        upstream_last=last,
+        upstream_last=last_words,
     )
 
 
@@ -141,7 +150,7 @@ def _active_runs(
     )
 
 
-def _active_children(job: Job, parent_runs: list[int]) -> dict[int, str]:
+def _active_children(job: Job, parent_runs: list[int]) -> dict[int, object]:
     """A parent's running runs (F-04): the active child run of each, in
     words. Such a run holds no lock while its children run."""
     if not parent_runs:
@@ -150,7 +159,12 @@ def _active_children(job: Job, parent_runs: list[int]) -> dict[int, str]:
         cause_id__in=parent_runs, job__parent_id=job.pk, status__in=ACTIVE_STATUSES
     ).order_by("pk")
     return {
-        cause: f"run #{pk} of job {_job_words(job_id, name)}, {status}"
+        cause: phrase(
+            gettext_noop("run #%(run)s of job %(job)s, %(status)s"),
+            run=pk,
+            job=_job_words(job_id, name),
+            status=status_phrase([status]),
+        )
         for pk, cause, job_id, name, status in found.values_list(
             "pk", "cause_id", "job_id", "job__name", "status"
         )
@@ -193,7 +207,7 @@ def _parent_facts(job: Job, *, now: datetime) -> ParentFacts | None:
         stop_on_failure=parent.stop_on_child_failure,
         running_run=running,
         last_run=last[0] if last else None,
-        last_status=last[1].replace("_", " ") if last else "",
+        last_status=status_phrase([last[1]]) if last else "",
         last_message=last[2] if last else "",
     )
 
@@ -224,15 +238,24 @@ def _condition_facts(job: Job) -> ConditionFacts | None:
     assert condition is not None
     if variable is None:
         return ConditionFacts(condition, None)
-    changed_by = f"{variable.changed_by} (by hand)" if variable.changed_by else ""
+    changed_by: object = ""
+    if variable.changed_by:
+        changed_by = phrase(gettext_noop("%(who)s (by hand)"), who=variable.changed_by)
     if variable.changed_by_run is not None:
         run = (
             Run.objects.filter(pk=variable.changed_by_run)
             .values_list("job_id", "job__name")
             .first()
         )
-        job_words = f" of job {_job_words(*run)}" if run else ""
-        changed_by = f"run #{variable.changed_by_run}{job_words}"
+        changed_by = (
+            phrase(
+                gettext_noop("run #%(run)s of job %(job)s"),
+                run=variable.changed_by_run,
+                job=_job_words(*run),
+            )
+            if run
+            else phrase(gettext_noop("run #%(run)s"), run=variable.changed_by_run)
+        )
     writers = Job.objects.filter(result_variable_id=variable.pk).order_by("pk")
     return ConditionFacts(
         condition,

@@ -19,6 +19,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
+from heartbeats import alert_texts
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.models import AlertSeverity
 from heartbeats.notify import _post_webhook
@@ -51,8 +52,10 @@ def send_job_event(run: Run, event: str, message: str) -> None:
 def _deliver(payload: dict[str, Any]) -> None:
     if settings.TAKT_ALERT_EMAILS:
         try:
-            subject = f"[Takt] {payload['job']}: run {payload['event'][4:]}"
-            body = f"{payload['message']}\n\njob #{payload['job_id']}, run #{payload['run_id']}"
+            subject = alert_texts.job_event_subject(payload["event"][4:], job=payload["job"])
+            body = alert_texts.job_event_body(
+                payload["message"], job_id=payload["job_id"], run_id=payload["run_id"]
+            )
             send_mail(subject, body, None, settings.TAKT_ALERT_EMAILS)
         except Exception:
             log.exception("e-mail about job event %s failed", payload["event"])
@@ -65,19 +68,16 @@ def _deliver(payload: dict[str, Any]) -> None:
 
 def on_run_started(sender: Any, run: Run, **kwargs: Any) -> None:
     if "start" in notify_events(run.job):
-        send_job_event(run, "start", f"Run #{run.pk} of '{run.job.name}' started.")
+        send_job_event(run, "start", _event_message("start", run))
 
 
 def on_run_running_long(sender: Any, run: Run, seconds: float, **kwargs: Any) -> None:
     now = timezone.now()
+    title, message = alert_texts.long_run_alert(run.job.name, run_id=run.pk, seconds=seconds)
     raise_alert(
-        long_run_key(run.pk),
-        severity=AlertSeverity.WARNING,
-        title=f"Run '{run.job.name}' running long",
-        message=f"Run #{run.pk} has been running for {seconds:.0f} s",
-        now=now,
+        long_run_key(run.pk), severity=AlertSeverity.WARNING, title=title, message=message, now=now
     )
-    send_job_event(run, "long_run", f"Run #{run.pk} has been running for {seconds:.0f} s.")
+    send_job_event(run, "long_run", f"{message}.")
 
 
 def on_run_ended(run: Run) -> None:
@@ -85,13 +85,16 @@ def on_run_ended(run: Run) -> None:
     long-run alert."""
     on = notify_events(run.job)
     if "long_run" in on:
-        resolve_alert(
-            long_run_key(run.pk), message=f"Run #{run.pk} ended {run.status}.", now=timezone.now()
-        )
+        ended = alert_texts.run_ended(run.pk, status=run.status)
+        resolve_alert(long_run_key(run.pk), message=ended, now=timezone.now())
     failed = run.status in (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
     if "end" in on:
-        send_job_event(run, "end", f"Run #{run.pk} of '{run.job.name}' ended {run.status}.")
+        send_job_event(run, "end", _event_message("end", run))
     if failed and "failure" in on:
-        send_job_event(
-            run, "failure", f"Run #{run.pk} of '{run.job.name}' ended {run.status}: {run.message}"
-        )
+        send_job_event(run, "failure", _event_message("failure", run))
+
+
+def _event_message(event: str, run: Run) -> str:
+    return alert_texts.job_event_message(
+        event, job=run.job.name, run_id=run.pk, status=run.status, message=run.message
+    )

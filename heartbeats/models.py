@@ -6,10 +6,16 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
-from heartbeats.core.status import HeartbeatState
+from heartbeats.core.status import STATE_LABELS, HeartbeatState
 
-STATE_CHOICES = [(state.value, state.value.capitalize()) for state in HeartbeatState]
+# The labels are the core's marked words (heartbeats.core.status.STATE_LABELS).
+STATE_CHOICES = [
+    (state.value, capfirst(_(STATE_LABELS[state])))  # type: ignore[arg-type]
+    for state in HeartbeatState
+]
 
 
 class Heartbeat(models.Model):
@@ -17,54 +23,74 @@ class Heartbeat(models.Model):
     to report, and a leftover row would turn overdue for ever (and would
     clash with an outside heartbeat or a later job of the same name)."""
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(_("name"), max_length=200)
     job = models.OneToOneField(
-        "jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="heartbeat"
-    )
-    last_run_at = models.DateTimeField(null=True, blank=True)
-    last_success_at = models.DateTimeField(null=True, blank=True)
-    last_started_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the last reported (or the running) run started."
-    )
-    last_status = models.CharField(max_length=16, blank=True)
-    last_result = models.TextField(blank=True)
-    last_run_id = models.BigIntegerField(null=True, blank=True)
-    run_count = models.PositiveIntegerField(default=0)
-    failure_count = models.PositiveIntegerField(default=0)
-    consecutive_failures = models.PositiveIntegerField(default=0)
-    deadline_s = models.PositiveIntegerField("deadline (seconds)", null=True, blank=True)
-    grace_s = models.PositiveIntegerField(
-        "grace (seconds)",
+        "takt_jobs.Job",
         null=True,
         blank=True,
-        help_text="How long it may be late before it is down; empty: TAKT_HEARTBEAT_GRACE_SECONDS.",
+        on_delete=models.CASCADE,
+        related_name="heartbeat",
+        verbose_name=_("job"),
     )
-    paused = models.BooleanField(default=False, help_text="A paused heartbeat raises no alerts.")
+    last_run_at = models.DateTimeField(_("last run"), null=True, blank=True)
+    last_success_at = models.DateTimeField(_("last success"), null=True, blank=True)
+    last_started_at = models.DateTimeField(
+        _("last start"),
+        null=True,
+        blank=True,
+        help_text=_("When the last reported (or the running) run started."),
+    )
+    last_status = models.CharField(_("last status"), max_length=16, blank=True)
+    last_result = models.TextField(_("last result"), blank=True)
+    last_run_id = models.BigIntegerField(_("last run ID"), null=True, blank=True)
+    run_count = models.PositiveIntegerField(_("runs"), default=0)
+    failure_count = models.PositiveIntegerField(_("failures"), default=0)
+    consecutive_failures = models.PositiveIntegerField(_("failures in a row"), default=0)
+    deadline_s = models.PositiveIntegerField(_("deadline (seconds)"), null=True, blank=True)
+    grace_s = models.PositiveIntegerField(
+        _("grace (seconds)"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "How long it may be late before it is down; empty: TAKT_HEARTBEAT_GRACE_SECONDS."
+        ),
+    )
+    paused = models.BooleanField(
+        _("paused"), default=False, help_text=_("A paused heartbeat raises no alerts.")
+    )
     alert_after_failures = models.PositiveIntegerField(
+        _("alert after failures"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="Alert (critical) only after this many failures in a row; empty: at once (warning).",
+        help_text=_(
+            "Alert (critical) only after this many failures in a row; empty: at once (warning)."
+        ),
     )
     reminder_s = models.PositiveIntegerField(
-        "reminder (seconds)",
+        _("reminder (seconds)"),
         null=True,
         blank=True,
         validators=[MinValueValidator(60)],
-        help_text="Repeat the overdue alert this often while it is down; empty: no reminders.",
+        help_text=_("Repeat the overdue alert this often while it is down; empty: no reminders."),
     )
     # The state last computed (heartbeats.core.status), kept for change detection:
     # alerts go out when it changes, not on every check.
-    state = models.CharField(max_length=8, choices=STATE_CHOICES, default=HeartbeatState.NEW.value)
+    state = models.CharField(
+        _("state"), max_length=8, choices=STATE_CHOICES, default=HeartbeatState.NEW.value
+    )
     last_alerted_at = models.DateTimeField(
+        _("last alerted"),
         null=True,
         blank=True,
         editable=False,
-        help_text="When the open overdue alert was raised or last reminded; empty: none open.",
+        help_text=_("When the open overdue alert was raised or last reminded; empty: none open."),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
+        verbose_name = _("heartbeat")
+        verbose_name_plural = _("heartbeats")
         ordering = ["name"]
         constraints = [
             # Job heartbeats are keyed by their job; outside processes by name.
@@ -80,9 +106,9 @@ class Heartbeat(models.Model):
 
 
 class AlertSeverity(models.TextChoices):
-    INFO = "info"
-    WARNING = "warning"
-    CRITICAL = "critical"
+    INFO = "info", _("info")
+    WARNING = "warning", _("warning")
+    CRITICAL = "critical", _("critical")
 
 
 # Severities in order: notifications go out at or above a minimum (F-63).
@@ -94,20 +120,25 @@ class Alert(models.Model):
     unseen again; a recovery sets `resolved_at`. Written only through
     heartbeats.alerts."""
 
-    key = models.CharField(max_length=200, unique=True)
-    severity = models.CharField(max_length=8, choices=AlertSeverity.choices)
-    title = models.CharField(max_length=200)
-    message = models.TextField(blank=True)
-    count = models.PositiveIntegerField(default=1)
-    first_seen_at = models.DateTimeField()
-    last_seen_at = models.DateTimeField()
-    seen = models.BooleanField(default=False)
-    resolved_at = models.DateTimeField(null=True, blank=True)
+    key = models.CharField(_("key"), max_length=200, unique=True)
+    severity = models.CharField(_("severity"), max_length=8, choices=AlertSeverity.choices)
+    title = models.CharField(_("title"), max_length=200)
+    message = models.TextField(_("message"), blank=True)
+    count = models.PositiveIntegerField(_("count"), default=1)
+    first_seen_at = models.DateTimeField(_("first seen"))
+    last_seen_at = models.DateTimeField(_("last seen"))
+    seen = models.BooleanField(_("seen"), default=False)
+    resolved_at = models.DateTimeField(_("resolved"), null=True, blank=True)
     notified_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a notification about it last went out."
+        _("notified"),
+        null=True,
+        blank=True,
+        help_text=_("When a notification about it last went out."),
     )
 
     class Meta:
+        verbose_name = _("alert")
+        verbose_name_plural = _("alerts")
         ordering = ["-last_seen_at", "-id"]
         indexes = [
             # The open alerts, newest first (the operations page).

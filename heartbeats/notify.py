@@ -2,6 +2,12 @@
 e-mail (Django's mail settings, to TAKT_ALERT_EMAILS) and/or as a JSON POST
 to TAKT_ALERT_WEBHOOK_URL.
 
+E-mails and alert texts are written with no request to take a language
+from: they are in the installation's language, settings.LANGUAGE_CODE
+(`installation_language`), subject and body alike; the webhook's JSON keys
+and codes (event, severity) stay English, its title and message are the
+alert's as written.
+
 Delivery happens after the transaction that raised the alert commits (a
 rolled-back alert is never announced), with a short timeout
 (TAKT_ALERT_TIMEOUT_SECONDS). A failed delivery is logged and never
@@ -10,6 +16,7 @@ propagates: it must not fail the run or the check that raised the alert.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import urllib.request
@@ -22,7 +29,11 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import get_connection, send_mail
 from django.db import transaction
+from django.utils import translation
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
+from heartbeats.labels import severity_word
 from heartbeats.models import SEVERITY_RANK, Alert
 
 log = logging.getLogger("takt.heartbeats")
@@ -32,6 +43,12 @@ class NotifyEvent(StrEnum):
     RAISED = "raised"  # new, reopened after a recovery, or escalated
     REMINDER = "reminder"  # still open after the heartbeat's reminder interval
     RESOLVED = "resolved"  # the recovery notice
+
+
+def installation_language() -> translation.override:
+    """A context in the installation's language (LANGUAGE_CODE), for what a
+    background process writes: alert texts and e-mails."""
+    return translation.override(settings.LANGUAGE_CODE)
 
 
 def is_notified(severity: str) -> bool:
@@ -95,37 +112,54 @@ def deliver(payload: Mapping[str, Any], *, alert_id: int, now: datetime) -> bool
     return sent
 
 
-SUBJECT_PREFIX = {
-    NotifyEvent.RAISED: "",
-    NotifyEvent.REMINDER: "Reminder: ",
-    NotifyEvent.RESOLVED: "Resolved: ",
+# The e-mail's subject per event; whole sentences, so a language may order them.
+SUBJECTS = {
+    NotifyEvent.RAISED: _("[Takt] %(title)s (%(severity)s)"),
+    NotifyEvent.REMINDER: _("[Takt] Reminder: %(title)s (%(severity)s)"),
+    NotifyEvent.RESOLVED: _("[Takt] Resolved: %(title)s (%(severity)s)"),
 }
 
 
-def _send_mail(payload: Mapping[str, Any]) -> None:
+def mail_text(payload: Mapping[str, Any]) -> tuple[str, str]:
+    """The e-mail's subject and body in the active language: the alert's
+    message, then its facts as aligned "label: value" lines."""
     event = NotifyEvent(payload["event"])
-    subject = f"[Takt] {SUBJECT_PREFIX[event]}{payload['title']} ({payload['severity']})"
-    lines = [
-        payload["message"],
-        "",
-        f"Alert:      {payload['key']}",
-        f"Severity:   {payload['severity']}",
-        f"Count:      {payload['count']}",
-        f"First seen: {payload['first_seen_at']}",
-        f"Last seen:  {payload['last_seen_at']}",
+    severity = severity_word(payload["severity"])
+    subject = SUBJECTS[event] % {"title": payload["title"], "severity": severity}
+    facts = [
+        (gettext("Alert:"), payload["key"]),
+        (gettext("Severity:"), severity),
+        (gettext("Count:"), payload["count"]),
+        (gettext("First seen:"), payload["first_seen_at"]),
+        (gettext("Last seen:"), payload["last_seen_at"]),
     ]
     if payload["resolved_at"]:
-        lines.append(f"Resolved:   {payload['resolved_at']}")
+        facts.append((gettext("Resolved:"), payload["resolved_at"]))
+    width = max(len(label) for label, _value in facts) + 1
+    lines = [payload["message"], "", *(f"{label:<{width}}{value}" for label, value in facts)]
+    return subject, "\n".join(lines) + "\n"
+
+
+def _send_mail(payload: Mapping[str, Any]) -> None:
+    with installation_language():
+        subject, body = mail_text(payload)
     # Django's EMAIL_TIMEOUT when set; else ours, so a dead mail server
     # cannot hold a worker for long.
     timeout = getattr(settings, "EMAIL_TIMEOUT", None) or settings.TAKT_ALERT_TIMEOUT_SECONDS
-    send_mail(
-        subject,
-        "\n".join(lines) + "\n",
-        None,  # DEFAULT_FROM_EMAIL
-        list(settings.TAKT_ALERT_EMAILS),
-        connection=get_connection(timeout=timeout),
-    )
+    connection = get_connection(timeout=timeout)
+    try:
+        send_mail(
+            subject,
+            body,
+            None,  # DEFAULT_FROM_EMAIL
+            list(settings.TAKT_ALERT_EMAILS),
+            connection=connection,
+        )
+    finally:
+        # Django's SMTP backend leaves its socket open when the login is
+        # refused; a worker would leak one per alert.
+        with contextlib.suppress(Exception):
+            connection.close()
 
 
 def _post_webhook(url: str, payload: Mapping[str, Any]) -> None:

@@ -17,6 +17,7 @@ from heartbeats.processes import BeatReporter, beat_name, start_worker_reporter
 from heartbeats.services import on_run_finished
 from runs import signals
 from runs.maintenance import maintenance_finished
+from scheduler_project.logconfig import set_process_field
 
 log = logging.getLogger("takt.heartbeats")
 
@@ -30,6 +31,11 @@ def worker_ready(sender: object = None, **kwargs: object) -> None:
 
 
 _beat_reporter: list[Any] = []
+
+
+def beat_started(sender: object = None, **kwargs: object) -> None:
+    """A beat's log lines name it, as its heartbeat does (F-107)."""
+    set_process_field("beat", beat_name(settings.TAKT_BEAT_NAME, socket.gethostname()))
 
 
 def beat_ticked(sender: object = None, now: Any = None, **kwargs: object) -> None:
@@ -128,5 +134,6 @@ def connect_all() -> None:
         (signals.maintenance_changed, maintenance_changed, "maintenance_mode"),
         (maintenance_finished, maintenance_findings, "maintenance"),
         (celery_signals.worker_ready, worker_ready, "worker"),
+        (celery_signals.beat_init, beat_started, "beat_log"),
     ):
         signal.connect(receiver, weak=False, dispatch_uid=f"takt.heartbeats.{uid}")

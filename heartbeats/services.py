@@ -8,7 +8,7 @@ logged.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from heartbeats import alert_texts
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.core.status import HeartbeatState, compute_deadline_at, compute_state
 from heartbeats.job_events import on_run_ended
@@ -147,16 +148,18 @@ def alert_on_report(run: Run, reported: Reported) -> None:
         streak, threshold = reported.consecutive_failures, reported.alert_after_failures
         if threshold is not None and streak < threshold:
             return
-        in_a_row = f" ({streak} failures in a row)" if streak > 1 else ""
+        title, message = alert_texts.failed_alert(
+            name, run_id=run.pk, status=run.status, streak=streak, message=run.message
+        )
         raise_alert(
             failed_alert_key(run.job_id),
             severity=AlertSeverity.WARNING if threshold is None else AlertSeverity.CRITICAL,
-            title=f"Run '{name}' failed",
-            message=f"Run #{run.pk} ended {run.status}{in_a_row}: {run.message or '-'}",
+            title=title,
+            message=message,
             now=now,
         )
     elif recovered:
-        notice = f"Run '{name}' succeeded again (run #{run.pk})."
+        notice = alert_texts.succeeded_again(name, run_id=run.pk)
         resolve_alert(failed_alert_key(run.job_id), message=notice, now=now)
         resolve_alert(overdue_alert_key(reported.id), message=notice, now=now)
 
@@ -280,24 +283,23 @@ def _act(
 ) -> None:
     key, name = overdue_alert_key(row["id"]), row["name"]
     if action == "resolve":
-        why = "is paused" if state == HeartbeatState.PAUSED else "reported again"
-        resolve_alert(key, message=f"Run '{name}' {why}.", now=now)
+        notice = alert_texts.overdue_resolved(name, paused=state == HeartbeatState.PAUSED)
+        resolve_alert(key, message=notice, now=now)
         return
-    last = row["last_run_at"]
-    since = f"last run {_utc(last)}" if last else "no run yet"
     assert deadline_at is not None
+    title, message = alert_texts.overdue_alert(
+        name,
+        state=state,
+        last_run_at=row["last_run_at"],
+        deadline_s=row["deadline_s"],
+        deadline_at=deadline_at,
+        grace_s=grace_s,
+    )
     raise_alert(
         key,
         severity=AlertSeverity.CRITICAL if state == HeartbeatState.DOWN else AlertSeverity.WARNING,
-        title=f"Run '{name}' overdue",
-        message=(
-            f"Run '{name}' is {state}: {since}; deadline {row['deadline_s']} s"
-            f" (passed {_utc(deadline_at)}), grace {grace_s} s."
-        ),
+        title=title,
+        message=message,
         now=now,
         reminder=action == "remind",
     )
-
-
-def _utc(value: datetime) -> str:
-    return f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"

@@ -20,6 +20,8 @@ from types import MappingProxyType
 import holidays
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 
 def parse_extra_dates(text: str) -> dict[date, str]:
@@ -36,7 +38,12 @@ def parse_extra_dates(text: str) -> dict[date, str]:
             day = date.fromisoformat(first)
         except ValueError:
             raise ValidationError(
-                {"extra_dates": f"line {number}: {line!r} does not start with a date (YYYY-MM-DD)"}
+                {
+                    "extra_dates": gettext(
+                        "line %(number)s: %(line)r does not start with a date (YYYY-MM-DD)"
+                    )
+                    % {"number": number, "line": line}
+                }
             ) from None
         days[day] = name.strip() or "extra date"
     return days
@@ -50,20 +57,30 @@ def canonical_region(country: str, subdivision: str) -> tuple[str, str]:
     country, subdivision = country.strip().upper(), subdivision.strip()
     if not country:
         if subdivision:
-            raise ValidationError({"subdivision": "needs a country"})
+            raise ValidationError({"subdivision": gettext("needs a country")})
         return "", ""
     supported = holidays.list_supported_countries(include_aliases=True)
     if country not in supported:
         raise ValidationError(
-            {"country": f"unknown country {country!r}: use an ISO 3166 code such as DE or US"}
+            {
+                "country": gettext(
+                    "unknown country %(country)r: use an ISO 3166 code such as DE or US"
+                )
+                % {"country": country}
+            }
         )
     if not subdivision:
         return country, ""
     known = {s.casefold(): s for s in supported[country]}
     if subdivision.casefold() not in known:
-        listed = ", ".join(supported[country][:40]) or "none"
+        listed = ", ".join(supported[country][:40]) or gettext("none")
         raise ValidationError(
-            {"subdivision": f"unknown subdivision {subdivision!r} of {country} (known: {listed})"}
+            {
+                "subdivision": gettext(
+                    "unknown subdivision %(subdivision)r of %(country)s (known: %(known)s)"
+                )
+                % {"subdivision": subdivision, "country": country, "known": listed}
+            }
         )
     return country, known[subdivision.casefold()]
 
@@ -117,23 +134,32 @@ class HolidayCalendar(models.Model):
     country (and subdivision) from the `holidays` package, plus extra dates.
     Its days are computed by jobs.calendars.calendar_days."""
 
-    name = models.CharField(max_length=100, unique=True)
-    description = models.TextField(blank=True)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    description = models.TextField(_("description"), blank=True)
     country = models.CharField(
+        _("country"),
         max_length=8,
         blank=True,
-        help_text="ISO 3166 code whose public holidays count, e.g. DE. Empty: extra dates only.",
+        help_text=_("ISO 3166 code whose public holidays count, e.g. DE. Empty: extra dates only."),
     )
     subdivision = models.CharField(
-        max_length=16, blank=True, help_text="State or province code, e.g. BY (Bavaria)."
+        _("subdivision"),
+        max_length=16,
+        blank=True,
+        help_text=_("State or province code, e.g. BY (Bavaria)."),
     )
     extra_dates = models.TextField(
+        _("extra dates"),
         blank=True,
-        help_text="One date per line (YYYY-MM-DD), optionally followed by a name: 2025-12-24 Christmas Eve.",
+        help_text=_(
+            "One date per line (YYYY-MM-DD), optionally followed by a name: 2025-12-24 Christmas Eve."
+        ),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("holiday calendar")
+        verbose_name_plural = _("holiday calendars")
         ordering = ["name"]
 
     def __str__(self) -> str:

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from jobs.core.graph import ancestors, find_cycle
 from jobs.policies import TriggerKind
@@ -38,8 +40,10 @@ def validate_coordination(job: Job) -> None:
     if job.exclusive and job.concurrency_group_id is not None:
         raise ValidationError(
             {
-                "exclusive": "an exclusive job is in no group (it excludes every group):"
-                " clear its concurrency group, or exclusive"
+                "exclusive": _(
+                    "an exclusive job is in no group (it excludes every group):"
+                    " clear its concurrency group, or exclusive"
+                )
             }
         )
     _validate_condition(job)
@@ -51,11 +55,11 @@ def _validate_condition(job: Job) -> None:
     if job.condition_variable_id is None:
         if values:
             raise ValidationError(
-                {"condition_variable": "accepted values need a variable to compare them with"}
+                {"condition_variable": _("accepted values need a variable to compare them with")}
             )
         if job.condition_consume:
             raise ValidationError(
-                {"condition_consume": "only a condition on a variable can be consumed"}
+                {"condition_consume": _("only a condition on a variable can be consumed")}
             )
         return
     if (
@@ -64,7 +68,7 @@ def _validate_condition(job: Job) -> None:
         or any(not isinstance(v, int) or isinstance(v, bool) for v in values)
     ):
         raise ValidationError(
-            {"condition_values": "give the accepted values as whole numbers, e.g. [0, 200]"}
+            {"condition_values": _("give the accepted values as whole numbers, e.g. [0, 200]")}
         )
     job.condition_values = sorted(set(values))
 
@@ -75,35 +79,43 @@ def _validate_parent(job: Job) -> None:
         if job.pk is not None and (job.exclusive or job.concurrency_group_id is not None):
             if model.objects.filter(parent_id=job.pk).exists():
                 field = "exclusive" if job.exclusive else "concurrency_group"
-                raise ValidationError({field: _PARENT_RUNS_NO_CODE})
+                raise ValidationError({field: _(_PARENT_RUNS_NO_CODE)})
         return
     if job.pk is not None and job.parent_id == job.pk:
-        raise ValidationError({"parent": "a job cannot be its own parent"})
+        raise ValidationError({"parent": _("a job cannot be its own parent")})
     parents = dict(model.objects.filter(parent__isnull=False).values_list("pk", "parent_id"))
     if job.pk is not None:
         parents[job.pk] = job.parent_id
         chain = ancestors(parents, job.pk)  # stops before it would come back to the job
         if chain and parents.get(chain[-1]) == job.pk:
             loop = _names(model, [job.pk, *chain, job.pk])
-            raise ValidationError({"parent": f"that would make a loop of parents: {loop}"})
+            raise ValidationError(
+                {"parent": _("that would make a loop of parents: %(loop)s") % {"loop": loop}}
+            )
     if job.pk is not None:  # a parent's run starts its children: no dependency may loop back
         edges = _start_edges(model, model.triggers.rel.related_model, leave_out=None, child=job.pk)
         cycle = find_cycle(edges, new_from=job.parent_id, new_to=job.pk)
         if cycle is not None:
             loop = _names(model, cycle)
             raise ValidationError(
-                {"parent": f"that would make a loop of runs starting runs: {loop}"}
+                {
+                    "parent": _("that would make a loop of runs starting runs: %(loop)s")
+                    % {"loop": loop}
+                }
             )
     parent = model.objects.filter(pk=job.parent_id).values("exclusive", "concurrency_group").first()
     if parent is None:
-        raise ValidationError({"parent": f"no job with id {job.parent_id}"})
+        raise ValidationError({"parent": _("no job with id %(id)s") % {"id": job.parent_id}})
     if parent["exclusive"] or parent["concurrency_group"] is not None:
         raise ValidationError(
-            {"parent": f"job #{job.parent_id} is exclusive or in a group: {_PARENT_RUNS_NO_CODE}"}
+            {
+                "parent": _("job #%(id)s is exclusive or in a group: %(reason)s")
+                % {"id": job.parent_id, "reason": _(_PARENT_RUNS_NO_CODE)}
+            }
         )
 
 
-_PARENT_RUNS_NO_CODE = (
+_PARENT_RUNS_NO_CODE = gettext_noop(
     "a parent runs no code of its own, its children do: put the children in groups instead"
 )
 
@@ -116,25 +128,31 @@ def validate_trigger_links(trigger: Trigger) -> None:
     if job is not None and job.parent_id is not None and trigger.enabled:
         raise ValidationError(
             {
-                "kind": f"job #{job.pk or '(new)'} is a child of job #{job.parent_id}: it runs"
-                " only as part of its parent's run and takes no trigger of its own"
-                " (disable or delete this trigger, or clear its parent)"
+                "kind": _(
+                    "job #%(id)s is a child of job #%(parent)s: it runs only as part of its"
+                    " parent's run and takes no trigger of its own (disable or delete this"
+                    " trigger, or clear its parent)"
+                )
+                % {"id": job.pk or _("(new)"), "parent": job.parent_id}
             }
         )
     if trigger.kind != TriggerKind.DEPENDENCY:
         return
     upstream = trigger.upstream_job_id
     if upstream is None:
-        raise ValidationError({"upstream_job": "required for a dependency trigger"})
+        raise ValidationError({"upstream_job": _("required for a dependency trigger")})
     if job is None or job.pk is None:
         return  # a new job: nothing depends on it yet, so no cycle can close
     edges = _start_edges(type(job), type(trigger), leave_out=trigger.pk)
     cycle = find_cycle(edges, new_from=upstream, new_to=job.pk)
     if cycle is not None:
         if len(cycle) == 2 and cycle[0] == cycle[1]:
-            raise ValidationError({"upstream_job": "a job cannot depend on itself"})
+            raise ValidationError({"upstream_job": _("a job cannot depend on itself")})
         raise ValidationError(
-            {"upstream_job": f"that would make a cycle: {_names(type(job), cycle)}"}
+            {
+                "upstream_job": _("that would make a cycle: %(cycle)s")
+                % {"cycle": _names(type(job), cycle)}
+            }
         )
 
 

@@ -5,7 +5,10 @@ A job is declared, under a unique key, in one of three places:
 * ``settings.TAKT_JOBS``: ``{key: job}`` like Celery's beat_schedule;
 * the file ``settings.TAKT_JOBS_FILE`` (YAML or JSON): a list of jobs with a
   ``key`` each, or a mapping ``{key: job}``;
-* ``@takt_job("name", schedule="0 3 * * *", ...)`` (jobs.registry).
+* ``@takt_job("name", schedule="0 3 * * *", ...)`` (jobs.registry);
+* the Celery app's own ``beat_schedule`` (unless TAKT_CELERY_BEAT_SCHEDULE
+  is "refuse"), translated by jobs.beat_schedule as `import_celery_beat`
+  translates a PeriodicTask.
 
 Each job is in the export format of ``manage.py export_jobs`` (jobs.exchange)
 and complete: an omitted field takes the model's default. The sync:
@@ -112,6 +115,8 @@ def declarations() -> list[Declaration]:
     found += [
         _from_decorator(name, options) for name, options in registry.declared_by_decorator().items()
     ]
+    if settings.TAKT_CELERY_BEAT_SCHEDULE == "sync":
+        found += _from_beat_schedule()
     seen: dict[str, str] = {}
     for item in found:
         if item.key in seen:
@@ -120,6 +125,20 @@ def declarations() -> list[Declaration]:
             )
         seen[item.key] = item.where
     return found
+
+
+def _from_beat_schedule() -> list[Declaration]:
+    from django.utils import timezone
+
+    from jobs.beat_schedule import beat_schedule_definitions, beat_schedule_entries
+
+    entries = beat_schedule_entries()
+    if not entries:
+        return []
+    return [
+        Declaration(key, where, raw)
+        for key, where, raw in beat_schedule_definitions(entries, now=timezone.now())
+    ]
 
 
 def _keyed(key: Any, raw: Any, where: str) -> Declaration:

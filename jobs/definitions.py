@@ -26,6 +26,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext
 
 from jobs.command_fields import CommandFields
 from jobs.core import triggers as core
@@ -38,10 +39,10 @@ from jobs.specs import SCHEDULE_FIELDS, stage_exclude_calendars
 # round-trips through export and import without being listed here.
 _EDITABLE = [f.name for f in Job._meta.concrete_fields if f.editable and not f.primary_key]
 # A command job's fields (inherited from jobs.command_fields, so listed
-# first by the model) follow `params`, where a reader of an export looks.
+# first by the model) follow `params` and `args`, where a reader of an export looks.
 _COMMAND = [f.name for f in CommandFields._meta.get_fields()]
 _REST = [n for n in _EDITABLE if n not in _COMMAND]
-_AT = _REST.index("params") + 1
+_AT = _REST.index("args") + 1
 JOB_FIELDS = tuple(_REST[:_AT] + _COMMAND + _REST[_AT:])
 TRIGGER_FIELDS = tuple(
     f.name
@@ -170,7 +171,9 @@ def _plan_triggers(
         if trigger_id is not None:
             trigger = unmatched.pop(trigger_id, None)
             if trigger is None:
-                errors.append({"id": [f"job has no trigger with id {trigger_id}"]})
+                errors.append(
+                    {"id": [gettext("job has no trigger with id %(id)s") % {"id": trigger_id}]}
+                )
                 continue
         else:
             wanted = _schedule_key({**defaults, **_normalised(entry)}, calendars)

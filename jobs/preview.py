@@ -12,8 +12,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 from jobs.core import triggers as core
+from jobs.i18n import cron_locale, error_text
 from jobs.models import HolidayCalendar, Trigger
 from jobs.specs import stage_exclude_calendars, trigger_spec
 
@@ -61,9 +63,9 @@ def preview_trigger(
     try:
         spec = trigger_spec(trigger, now=start)
         times = core.compute_fire_times(spec, after=start, count=count)
-        description = core.describe(spec)
+        description = core.describe(spec, gettext, cron_locale=cron_locale())
     except core.TriggerError as exc:  # validated above; kept for a clear message anyway
-        raise ValidationError({exc.field: exc.message}) from None
+        raise ValidationError({exc.field: error_text(exc)}) from None
     return Preview(
         description=description,
         timezone=core.canonical_timezone(trigger.timezone or settings.TIME_ZONE),

@@ -5,6 +5,8 @@ workers are runs/queue.py."""
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext
 
 
 class QueueState(models.Model):
@@ -18,7 +20,7 @@ class QueueState(models.Model):
     paused_by = models.CharField(max_length=150, blank=True)
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_until = models.DateTimeField(
-        null=True, blank=True, help_text="Resume by itself at this time. Empty: until resumed."
+        null=True, blank=True, help_text=_("Resume by itself at this time. Empty: until resumed.")
     )
     resumed_at = models.DateTimeField(null=True, blank=True)
     # F-29: only jobs allowed during maintenance start; see runs.queue.
@@ -26,8 +28,10 @@ class QueueState(models.Model):
     maintenance_note = models.TextField(blank=True)
 
     class Meta:
-        verbose_name = "queue"
-        verbose_name_plural = "queue"
+        verbose_name = _("queue")
+        verbose_name_plural = _("queue")
 
     def __str__(self) -> str:
-        return "paused" if self.paused else "running"
+        return (
+            pgettext("queue state", "paused") if self.paused else pgettext("queue state", "running")
+        )

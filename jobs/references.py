@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext
+
 from jobs.core.graph import reference_order
 from jobs.models import Job
 
@@ -47,11 +49,11 @@ def stored_job(ref: JobRef) -> Job:
     if isinstance(ref, str):
         job = Job.objects.filter(key=ref).first()
         if job is None:
-            raise LookupError(f"no job has the key {ref!r}")
+            raise LookupError(gettext("no job has the key %(key)r") % {"key": ref})
         return job
     job = Job.objects.filter(pk=ref).first()
     if job is None:
-        raise LookupError(f"no job has the id {ref}")
+        raise LookupError(gettext("no job has the id %(id)s") % {"id": ref})
     return job
 
 
@@ -135,7 +137,9 @@ def saving_order(
     first, second = loop[0], loop[1]
     path = next(path for path, to in refs[first].items() if to == second)
     if len(loop) == 2:
-        own = "be its own parent" if path == "parent" else "depend on itself"
-        return order, (first, path, f"a job cannot {own}")
+        if path == "parent":
+            return order, (first, path, gettext("a job cannot be its own parent"))
+        return order, (first, path, gettext("a job cannot depend on itself"))
     names = " → ".join(labels[p] for p in loop)
-    return order, (first, path, f"the jobs of this file name each other in a loop: {names}")
+    loop_text = gettext("the jobs of this file name each other in a loop: %(names)s")
+    return order, (first, path, loop_text % {"names": names})

@@ -110,8 +110,8 @@ def celery_task_names() -> list[str]:
 
 def resolve(target: str) -> tuple[Callable[..., Any], bool]:
     """Return (function, takes_context). Registered functions receive the
-    run's context; Celery tasks are called with the run's params as keyword
-    arguments. Raises UnknownTarget."""
+    run's context; Celery tasks are called with the job's args as positional
+    and the run's params as keyword arguments. Raises UnknownTarget."""
     func = _REGISTRY.get(target)
     if func is not None:
         return func, True
@@ -121,6 +121,16 @@ def resolve(target: str) -> tuple[Callable[..., Any], bool]:
     if task is not None:
         return task, False
     raise UnknownTarget(f"no job callable or Celery task is registered as {target!r}")
+
+
+def is_celery_task(target: str) -> bool:
+    """Whether `target` resolves to a Celery task rather than a function
+    registered with @takt_job: only a Celery task takes positional
+    arguments (Job.args)."""
+    try:
+        return not resolve(target)[1]
+    except UnknownTarget:
+        return False
 
 
 def is_known(target: str) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.dispatch import Signal
+from django.utils.translation import gettext_noop
 
 from jobs.core.script import script_diff
 from jobs.models import Job
@@ -29,7 +30,9 @@ from jobs.policies import JobKind
 
 log = logging.getLogger("takt.jobs")
 
-SUPERUSERS_ONLY = "only superusers may create, change, delete or run script jobs"
+# Marked, not translated here: the API and operations keep it as it is;
+# the admin shows gettext(SUPERUSERS_ONLY).
+SUPERUSERS_ONLY = gettext_noop("only superusers may create, change, delete or run script jobs")
 
 # Sent with job_id, job_name, action ("create script", "change script",
 # "delete script"), diff (unified) and by (who).

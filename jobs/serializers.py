@@ -20,6 +20,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Min, Model
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
@@ -45,7 +46,7 @@ JOB_RELATIONS = ("concurrency_group", "result_variable", "condition_variable", "
 # Job fields that are gone, with what replaces them: a definition that still
 # has one is refused with this (an old export must not lose it silently).
 RETIRED_JOB_FIELDS = {
-    "allowed_during_maintenance": (
+    "allowed_during_maintenance": gettext_noop(
         "no longer a job field: the maintenance allow-list is code's (F-29). Register the"
         ' job\'s function with @takt_job("name", allowed_during_maintenance=True) instead'
     ),
@@ -64,6 +65,19 @@ class ModelRulesSerializer(serializers.ModelSerializer):
         return field_class, kwargs
 
 
+# A relation named by its name: the refusals, by what it names.
+BY_NAME_ERRORS = {
+    "concurrency group": {
+        "does_not_exist": gettext_lazy("no concurrency group is named {value!r}"),
+        "invalid": gettext_lazy("give the concurrency group's name"),
+    },
+    "result variable": {
+        "does_not_exist": gettext_lazy("no result variable is named {value!r}"),
+        "invalid": gettext_lazy("give the result variable's name"),
+    },
+}
+
+
 class ByName(serializers.SlugRelatedField):
     """A concurrency group or result variable named by its name (any case:
     names are unique whatever the case)."""
@@ -74,10 +88,7 @@ class ByName(serializers.SlugRelatedField):
         super().__init__(
             slug_field="name",
             queryset=model._default_manager.all(),
-            error_messages={
-                "does_not_exist": f"no {what} is named {{value!r}}",
-                "invalid": f"give the {what}'s name",
-            },
+            error_messages=BY_NAME_ERRORS[what],
             **kwargs,
         )
 
@@ -102,7 +113,9 @@ class JobReference(serializers.Field):
     out as the key when the job has one, else the id. Resolved by the
     context's `resolve_job` (jobs.references; default: the stored jobs)."""
 
-    default_error_messages = {"invalid": "give a job's key (a string) or id (an integer)"}
+    default_error_messages = {
+        "invalid": gettext_lazy("give a job's key (a string) or id (an integer)")
+    }
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
@@ -122,7 +135,7 @@ class JobReference(serializers.Field):
         return reference_of(value)
 
 
-ACCEPTED_VALUES_WORDS = "give the accepted values as whole numbers, e.g. [0, 200]"
+ACCEPTED_VALUES_WORDS = gettext_lazy("give the accepted values as whole numbers, e.g. [0, 200]")
 
 
 class WholeNumbers(serializers.ListField):
@@ -157,7 +170,7 @@ class TriggerSerializer(ModelRulesSerializer):
         slug_field="name",
         queryset=HolidayCalendar.objects.all(),
         required=False,
-        error_messages={"does_not_exist": "no holiday calendar is named {value!r}"},
+        error_messages={"does_not_exist": gettext_lazy("no holiday calendar is named {value!r}")},
         help_text="Names of holiday calendars whose days it skips.",
     )
     upstream_job = JobReference(
@@ -264,7 +277,7 @@ class JobSerializer(ModelRulesSerializer):
         retired = sorted(set(RETIRED_JOB_FIELDS) & set(data)) if isinstance(data, dict) else []
         if retired:
             raise serializers.ValidationError(
-                {name: [RETIRED_JOB_FIELDS[name]] for name in retired}
+                {name: [gettext(RETIRED_JOB_FIELDS[name])] for name in retired}
             )
         return super().to_internal_value(data)
 
@@ -274,7 +287,11 @@ class JobSerializer(ModelRulesSerializer):
         minutes = attrs.pop("interval_minutes", None)
         if has_interval and triggers is not None:
             raise serializers.ValidationError(
-                {"interval_minutes": ["give either interval_minutes or triggers, not both"]}
+                {
+                    "interval_minutes": [
+                        gettext("give either interval_minutes or triggers, not both")
+                    ]
+                }
             )
         if has_interval:
             triggers = self._interval_triggers(minutes)
@@ -286,7 +303,7 @@ class JobSerializer(ModelRulesSerializer):
         ):
             field = sorted(code_only)[0] if code_only else "triggers"
             raise serializers.ValidationError(
-                {field: ["this job is declared in code (code_managed): change it there"]}
+                {field: [gettext("this job is declared in code (code_managed): change it there")]}
             )
         self._check_scripts(attrs, triggers)
         try:
@@ -307,7 +324,7 @@ class JobSerializer(ModelRulesSerializer):
         if stored is not None and triggers is None and set(attrs) <= OPERATOR_FIELDS:
             return
         if not may_write_scripts(request.user):
-            raise PermissionDenied({"kind": [SUPERUSERS_ONLY]})
+            raise PermissionDenied({"kind": [gettext(SUPERUSERS_ONLY)]})
 
     def _interval_triggers(self, minutes: int | None) -> list[dict[str, Any]]:
         if minutes is None:

@@ -15,12 +15,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils.translation import gettext
 
+from jobs import registry
 from jobs.core import triggers as core
+from jobs.errors import InvalidInput
 from jobs.models import HolidayCalendar, Job, Trigger, sync_trigger_activity
-from jobs.policies import (
-    TriggerKind,
-)
+from jobs.policies import JobKind, TriggerKind
 from jobs.specs import stage_exclude_calendars, trigger_spec
 from jobs.validation import first_fire, validate_trigger
 
@@ -37,7 +38,9 @@ def resolve_calendars(names: list[str]) -> list[HolidayCalendar]:
     found = {c.name: c for c in HolidayCalendar.objects.filter(name__in=names)}
     for name in names:
         if name not in found:
-            raise ValidationError({"exclude_calendars": f"unknown calendar {name!r}"})
+            raise ValidationError(
+                {"exclude_calendars": gettext("unknown calendar %(name)r") % {"name": name}}
+            )
     return [found[name] for name in names]
 
 
@@ -117,7 +120,11 @@ def delete_calendars(calendars: QuerySet[HolidayCalendar], *, now: datetime) -> 
 
 def set_jobs_enabled(job_ids: list[int], enabled: bool, *, note: str = "") -> int:
     """Enable or disable jobs in bulk (admin actions, API, the run limit).
-    `note` (why) is kept in the job's pause note."""
+    `note` (why) is kept in the job's pause note. A callable job whose target
+    is not registered here (import_celery_beat brings such a task over
+    disabled) is not enabled: InvalidInput names it, and nothing changes."""
+    if enabled:
+        _refuse_unregistered_targets(job_ids)
     with transaction.atomic():
         changes: dict[str, Any] = {"enabled": enabled}
         if note:
@@ -128,6 +135,21 @@ def set_jobs_enabled(job_ids: list[int], enabled: bool, *, note: str = "") -> in
         "jobs %s %s%s", job_ids, "enabled" if enabled else "disabled", f": {note}" if note else ""
     )
     return n
+
+
+def _refuse_unregistered_targets(job_ids: list[int]) -> None:
+    callables = Job.objects.filter(pk__in=job_ids, kind=JobKind.CALLABLE)
+    unknown = [
+        f"{key} ({target})"
+        for key, target in callables.values_list("key", "target").order_by("key")
+        if not registry.is_known(target)
+    ]
+    if unknown:
+        raise InvalidInput(
+            "enabled",
+            gettext("not enabled, their target is not a task registered here: %(jobs)s")
+            % {"jobs": ", ".join(unknown)},
+        )
 
 
 def pause_job(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone as dj_timezone
+from django.utils.translation import gettext
 
 from jobs import registry
 from jobs.calendars import calendar_days
@@ -21,6 +22,7 @@ from jobs.core import triggers as core
 from jobs.core.command import CommandSpec, validate_command
 from jobs.core.missed import MissedRunRules
 from jobs.core.rules import Overlap, OverlapRules, RetryRules
+from jobs.i18n import cron_locale
 from jobs.policies import (
     ALL_WEEKDAYS,
     CalendarRuleChoice,
@@ -147,9 +149,9 @@ def trigger_constraints(
 
 def trigger_description(trigger: Trigger) -> str:
     try:
-        return core.describe(trigger_spec(trigger))
+        return core.describe(trigger_spec(trigger), gettext, cron_locale=cron_locale())
     except (ValueError, core.TriggerError, ValidationError):
-        return f"{trigger.kind} trigger (incomplete)"
+        return gettext("%(kind)s trigger (incomplete)") % {"kind": trigger.kind}
 
 
 def exclusion_years(now: datetime) -> range:

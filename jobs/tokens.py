@@ -21,6 +21,7 @@ from datetime import datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 PREFIX = "takt_"
 
@@ -31,34 +32,39 @@ def _digest(token: str) -> str:
 
 class ApiToken(models.Model):
     name = models.CharField(
-        max_length=100, help_text="What it is for, e.g. 'nightly ETL on host-b'."
+        _("name"), max_length=100, help_text=_("What it is for, e.g. 'nightly ETL on host-b'.")
     )
-    token_id = models.CharField(max_length=8, unique=True, editable=False)
-    token_hash = models.CharField(max_length=64, editable=False)
+    token_id = models.CharField(_("token id"), max_length=8, unique=True, editable=False)
+    token_hash = models.CharField(_("token hash"), max_length=64, editable=False)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="takt_api_tokens",
-        help_text="Acts as this user, with the user's permissions.",
+        help_text=_("Acts as this user, with the user's permissions."),
     )
     job = models.ForeignKey(
-        "jobs.Job",
+        "takt_jobs.Job",
+        verbose_name=_("job"),
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="api_tokens",
-        help_text="Scoped to this job: may start it and read its runs, nothing else.",
+        help_text=_("Scoped to this job: may start it and read its runs, nothing else."),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: never expires.")
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    expires_at = models.DateTimeField(
+        _("expires at"), null=True, blank=True, help_text=_("Empty: never expires.")
+    )
+    last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True, editable=False)
+    revoked = models.BooleanField(_("revoked"), default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name = "API token"
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(user__isnull=False) | models.Q(job__isnull=False),
@@ -72,7 +78,7 @@ class ApiToken(models.Model):
 
     def clean(self) -> None:
         if self.user_id is None and self.job_id is None:
-            raise ValidationError({"user": "choose a user, a job, or both"})
+            raise ValidationError({"user": _("choose a user, a job, or both")})
 
     def usable(self, *, now: datetime) -> bool:
         return not self.revoked and (self.expires_at is None or self.expires_at > now)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from jobs import registry
 from jobs.coordination import validate_coordination, validate_trigger_links
@@ -26,6 +28,7 @@ from jobs.core.rules import validate_overlap_rules, validate_retry_rules
 from jobs.core.script import check_script
 from jobs.core.system import validate_system
 from jobs.core.watch import takes
+from jobs.i18n import error_text
 from jobs.policies import (
     ALL_WEEKDAYS,
     JobKind,
@@ -50,7 +53,7 @@ from jobs.specs import (
 if TYPE_CHECKING:
     from jobs.models import HolidayCalendar, Job, Trigger
 
-SCRIPTS_OFF = (
+SCRIPTS_OFF = gettext_noop(
     "script jobs are off on this installation: set TAKT_SCRIPTS_ENABLED=true to allow them"
     " (superusers only; see docs/job-kinds.md)"
 )
@@ -64,7 +67,7 @@ ERROR_FIELDS = {
 
 
 def _invalid(exc: core.TriggerError) -> ValidationError:
-    return ValidationError({ERROR_FIELDS.get(exc.field, exc.field): exc.message})
+    return ValidationError({ERROR_FIELDS.get(exc.field, exc.field): error_text(exc)})
 
 
 def validate_job(job: Job) -> None:
@@ -72,7 +75,10 @@ def validate_job(job: Job) -> None:
     naming the field."""
     if job.kind not in JobKind.values:
         raise ValidationError(
-            {"kind": f"unknown kind {job.kind!r} (one of {', '.join(JobKind.values)})"}
+            {
+                "kind": _("unknown kind %(kind)r (one of %(kinds)s)")
+                % {"kind": job.kind, "kinds": ", ".join(JobKind.values)}
+            }
         )
     if job.kind == JobKind.COMMAND:
         _validate_command(job)
@@ -83,27 +89,82 @@ def validate_job(job: Job) -> None:
     elif not job.target:
         raise ValidationError(
             {
-                "target": "a callable job needs its target: a name registered with @takt_job, or a Celery task name"
+                "target": _(
+                    "a callable job needs its target: a name registered with @takt_job,"
+                    " or a Celery task name"
+                )
             }
         )
-    if job.kind == JobKind.CALLABLE and job.target and not registry.is_known(job.target):
-        known = ", ".join(registry.registered_names()[:20]) or "none"
+    # A disabled job may name a task not registered (yet): import_celery_beat
+    # brings such a PeriodicTask over disabled, for the record; enabling it
+    # in the editor checks again, and a run of it fails naming the target.
+    if (
+        job.kind == JobKind.CALLABLE
+        and job.enabled
+        and job.target
+        and not registry.is_known(job.target)
+    ):
+        known = ", ".join(registry.registered_names()[:20]) or _("none")
         raise ValidationError(
             {
-                "target": f"no job callable or Celery task is registered as {job.target!r} (registered: {known})"
+                "target": _(
+                    "no job callable or Celery task is registered as %(target)r"
+                    " (registered: %(known)s)"
+                )
+                % {"target": job.target, "known": known}
             }
         )
     if not isinstance(job.params, dict):
-        raise ValidationError({"params": 'must be a JSON object, e.g. {"name": "value"}'})
-    try:
-        json.dumps(job.params, allow_nan=False)
-    except ValueError:
-        raise ValidationError(
-            {"params": "must be valid JSON: NaN and Infinity are not allowed"}
-        ) from None
+        raise ValidationError({"params": _('must be a JSON object, e.g. {"name": "value"}')})
+    _strict_json(job.params, "params")
+    _validate_args(job)
     _validate_policies(job)
     _validate_notify(job.notify)
     validate_coordination(job)
+
+
+def _strict_json(value: Any, field: str) -> None:
+    """JSON as the standard has it: Python's NaN and Infinity are refused."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValidationError(
+            {field: _("must be valid JSON: NaN and Infinity are not allowed")}
+        ) from None
+
+
+ARGS_FOR_CELERY_ONLY = gettext_noop("only a Celery task target takes positional arguments")
+
+
+def _validate_args(job: Job) -> None:
+    """Positional arguments: a JSON list, and non-empty only for a callable
+    job whose target is a Celery task (an @takt_job function gets the run's
+    context, a command, system or script job its own inputs)."""
+    if not isinstance(job.args, list):
+        raise ValidationError({"args": _('must be a JSON list, e.g. [1, "x"]')})
+    _strict_json(job.args, "args")
+    if not job.args:
+        return
+    if job.kind != JobKind.CALLABLE:
+        raise ValidationError(
+            {
+                "args": _(
+                    "only a Celery task target takes positional arguments: a %(kind)s job takes none"
+                )
+                % {"kind": job.kind}
+            }
+        )
+    # A target not registered (a disabled job's) is taken for a Celery task.
+    if registry.is_known(job.target) and not registry.is_celery_task(job.target):
+        raise ValidationError(
+            {
+                "args": _(
+                    "only a Celery task target takes positional arguments: %(target)r is"
+                    " registered with @takt_job and gets the run's context (give it params)"
+                )
+                % {"target": job.target}
+            }
+        )
 
 
 def _validate_command(job: Job) -> None:
@@ -112,18 +173,18 @@ def _validate_command(job: Job) -> None:
     try:
         command_spec(job, is_dir=os.path.isdir)
     except core.TriggerError as exc:
-        raise ValidationError({exc.field: exc.message}) from None
+        raise ValidationError({exc.field: error_text(exc)}) from None
 
 
 def _validate_script(job: Job) -> None:
     """F-02 `script`: only while TAKT_SCRIPTS_ENABLED, and its source must
     compile (line and column of a syntax error in the message)."""
     if not settings.TAKT_SCRIPTS_ENABLED:
-        raise ValidationError({"kind": SCRIPTS_OFF})
+        raise ValidationError({"kind": _(SCRIPTS_OFF)})
     try:
         check_script(job.script)
     except core.TriggerError as exc:
-        raise ValidationError({exc.field: exc.message}) from None
+        raise ValidationError({exc.field: error_text(exc)}) from None
 
 
 def _validate_system(job: Job) -> None:
@@ -131,7 +192,7 @@ def _validate_system(job: Job) -> None:
     try:
         validate_system(job.target, job.params if isinstance(job.params, dict) else {})
     except core.TriggerError as exc:
-        raise ValidationError({exc.field: exc.message}) from None
+        raise ValidationError({exc.field: error_text(exc)}) from None
 
 
 def _validate_notify(notify: Any) -> None:
@@ -141,18 +202,25 @@ def _validate_notify(notify: Any) -> None:
     if not isinstance(notify, dict) or set(notify) - {"on", "long_run_s"}:
         raise ValidationError(
             {
-                "notify": 'expected {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}'
+                "notify": _(
+                    'expected {"on": ["start", "end", "failure", "long_run"], "long_run_s": 600}'
+                )
             }
         )
     on = notify.get("on", [])
     if not isinstance(on, list) or any(e not in NOTIFY_EVENTS for e in on):
-        raise ValidationError({"notify": f"'on' lists events from {', '.join(NOTIFY_EVENTS)}"})
+        raise ValidationError(
+            {
+                "notify": _("'on' lists events from %(events)s")
+                % {"events": ", ".join(NOTIFY_EVENTS)}
+            }
+        )
     seconds = notify.get("long_run_s")
     if "long_run" in on and (
         not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1
     ):
         raise ValidationError(
-            {"notify": "'long_run' needs 'long_run_s', a whole number of seconds ≥ 1"}
+            {"notify": _("'long_run' needs 'long_run_s', a whole number of seconds ≥ 1")}
         )
 
 
@@ -160,15 +228,22 @@ def _validate_policies(job: Job) -> None:
     """The overlap, retry and catch-up settings together (the pure core's
     checks, so the admin, the API and the commands agree)."""
     if job.overlap_policy not in OverlapPolicy.values:
-        raise ValidationError({"overlap_policy": f"unknown overlap policy {job.overlap_policy!r}"})
+        raise ValidationError(
+            {
+                "overlap_policy": _("unknown overlap policy %(policy)r")
+                % {"policy": job.overlap_policy}
+            }
+        )
     if job.timeout_action not in TimeoutAction.values:
-        raise ValidationError({"timeout_action": f"unknown value {job.timeout_action!r}"})
+        raise ValidationError(
+            {"timeout_action": _("unknown value %(value)r") % {"value": job.timeout_action}}
+        )
     try:
         validate_missed_run_rules(missed_run_rules(job))
         validate_overlap_rules(overlap_rules(job))
         validate_retry_rules(retry_rules(job))
     except core.TriggerError as exc:
-        raise ValidationError({exc.field: exc.message}) from None
+        raise ValidationError({exc.field: error_text(exc)}) from None
 
 
 _REQUIRED = {
@@ -179,6 +254,14 @@ _REQUIRED = {
     TriggerKind.DEPENDENCY: ("upstream_job",),
     TriggerKind.FILE: ("watch_folder",),
 }
+_REQUIRED_FOR = {
+    TriggerKind.CRON: gettext_noop("required for a cron trigger"),
+    TriggerKind.INTERVAL: gettext_noop("required for an interval trigger"),
+    TriggerKind.ONCE: gettext_noop("required for a once trigger"),
+    TriggerKind.CALENDAR: gettext_noop("required for a calendar trigger"),
+    TriggerKind.DEPENDENCY: gettext_noop("required for a dependency trigger"),
+    TriggerKind.FILE: gettext_noop("required for a file trigger"),
+}
 # Kinds that run at no time of day of their own: weekdays and windows do not apply.
 _UNTIMED = (TriggerKind.ONCE, TriggerKind.DEPENDENCY, TriggerKind.FILE)
 
@@ -186,8 +269,7 @@ _UNTIMED = (TriggerKind.ONCE, TriggerKind.DEPENDENCY, TriggerKind.FILE)
 def _required(trigger: Trigger) -> None:
     for field in _REQUIRED.get(TriggerKind(trigger.kind), ()):
         if getattr(trigger, field if field != "upstream_job" else "upstream_job_id") in (None, ""):
-            article = "an" if trigger.kind[:1] in "aeiou" else "a"
-            raise ValidationError({field: f"required for {article} {trigger.kind} trigger"})
+            raise ValidationError({field: _(_REQUIRED_FOR[trigger.kind])})
 
 
 def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
@@ -200,12 +282,12 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
     job. A cron, interval or calendar trigger must fire after `now`: one
     whose constraints allow none of its fire times is refused."""
     if trigger.kind not in TriggerKind.values:
-        raise ValidationError({"kind": f"unknown trigger kind {trigger.kind!r}"})
+        raise ValidationError({"kind": _("unknown trigger kind %(kind)r") % {"kind": trigger.kind}})
     _required(trigger)
     if trigger.interval_seconds is not None and trigger.kind == TriggerKind.INTERVAL:
         if not 1 <= trigger.interval_seconds <= 30 * 86400:
             raise ValidationError(
-                {"interval_seconds": "must be between 1 second and 30 days (2592000 s)"}
+                {"interval_seconds": _("must be between 1 second and 30 days (2592000 s)")}
             )
     if trigger.kind in _UNTIMED:
         # A once trigger runs at its date and time, a dependency when another
@@ -215,12 +297,13 @@ def validate_trigger(trigger: Trigger, *, now: datetime) -> None:
     else:
         trigger.weekdays = "".join(str(day) for day in sorted(trigger_weekdays(trigger)))
     if trigger.kind in _UNTIMED and (trigger.window_start or trigger.window_end):
-        what = "runs at its date and time" if trigger.kind == TriggerKind.ONCE else "has no time"
-        if trigger.kind == TriggerKind.FILE:
-            what = "fires when a file arrives"
-        raise ValidationError(
-            {"window_start": f"a {trigger.kind} trigger {what}: leave the window empty"}
-        )
+        if trigger.kind == TriggerKind.ONCE:
+            text = _("a once trigger runs at its date and time: leave the window empty")
+        elif trigger.kind == TriggerKind.FILE:
+            text = _("a file trigger fires when a file arrives: leave the window empty")
+        else:
+            text = _("a dependency trigger has no time: leave the window empty")
+        raise ValidationError({"window_start": text})
     if trigger.kind == TriggerKind.DEPENDENCY:  # in their canonical order, each once
         try:
             statuses = core.check_dependency_statuses(trigger.upstream_statuses or ["succeeded"])
@@ -267,11 +350,17 @@ def _check_watch(trigger: Trigger) -> None:
 def folder_problem(folder: str) -> str | None:
     """Why a watcher could not watch `folder` on this machine, if it could not."""
     if not os.path.exists(folder):
-        return f"{folder} does not exist on {socket.gethostname()}"
+        return _("%(folder)s does not exist on %(host)s") % {
+            "folder": folder,
+            "host": socket.gethostname(),
+        }
     if not os.path.isdir(folder):
-        return f"{folder} is a file, not a folder"
+        return _("%(folder)s is a file, not a folder") % {"folder": folder}
     if not os.access(folder, os.R_OK | os.X_OK):
-        return f"{folder} is not readable by the user Takt runs as (uid {os.getuid()})"
+        return _("%(folder)s is not readable by the user Takt runs as (uid %(uid)s)") % {
+            "folder": folder,
+            "uid": os.getuid(),
+        }
     return None
 
 
@@ -331,19 +420,19 @@ def first_fire(spec: core.TriggerSpec, *, now: datetime) -> datetime | None:
         return first
     constraints = spec.constraints
     if constraints.window_start is not None:
-        field, what = "window_start", "inside the window"
+        field = "window_start"
+        text = _("never fires: none of its fire times after now falls inside the window")
     elif len(constraints.weekdays) < 7:
-        field, what = "weekdays", "on the chosen weekdays"
+        field = "weekdays"
+        text = _("never fires: none of its fire times after now falls on the chosen weekdays")
     else:
-        field, what = "exclude_calendars", "outside the excluded days"
-    hint = (
-        ": set start_at to a time it may fire at, which fixes the phase"
-        if isinstance(spec, core.IntervalSpec) and spec.start_at is None
-        else ""
-    )
-    raise ValidationError(
-        {field: f"never fires: none of its fire times after now falls {what}{hint}"}
-    )
+        field = "exclude_calendars"
+        text = _("never fires: none of its fire times after now falls outside the excluded days")
+    if isinstance(spec, core.IntervalSpec) and spec.start_at is None:
+        text = _("%(problem)s: set start_at to a time it may fire at, which fixes the phase") % {
+            "problem": text
+        }
+    raise ValidationError({field: text})
 
 
 def _changed(trigger: Trigger, field: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
 
 from jobs.unique_names import UniqueNameWhateverCase
 
@@ -21,38 +22,47 @@ PENDING = -1
 class ResultCode(models.IntegerChoices):
     """The codes Takt writes for a run that gave none of its own."""
 
-    OK = 0, "succeeded"
-    FAILED = 1, "failed (job.fail or a non-zero exit)"
-    PENDING = -1, "not ended yet, or no result"
-    COULD_NOT_START = -1001, "could not be started"
-    TIMED_OUT_KILLED = -1002, "timed out; stopped"
-    TIMED_OUT_RUNNING = -1003, "timed out; still running as the job says"
-    CANNOT_MONITOR = -1004, "cannot be monitored (its worker was lost)"
-    ERROR = -1005, "error while it ran (an exception, or cancelled)"
+    OK = 0, _("succeeded")
+    FAILED = 1, _("failed (job.fail or a non-zero exit)")
+    PENDING = -1, _("not ended yet, or no result")
+    COULD_NOT_START = -1001, _("could not be started")
+    TIMED_OUT_KILLED = -1002, _("timed out; stopped")
+    TIMED_OUT_RUNNING = -1003, _("timed out; still running as the job says")
+    CANNOT_MONITOR = -1004, _("cannot be monitored (its worker was lost)")
+    ERROR = -1005, _("error while it ran (an exception, or cancelled)")
 
 
 class ResultVariable(UniqueNameWhateverCase, models.Model):
     name = models.CharField(
+        _("name"),
         max_length=100,
-        help_text="Unique, whatever the case; the jobs that write and read it name it.",
+        help_text=_("Unique, whatever the case; the jobs that write and read it name it."),
     )
-    value = models.IntegerField(default=PENDING)
-    changed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    value = models.IntegerField(_("value"), default=PENDING)
+    changed_at = models.DateTimeField(_("changed at"), null=True, blank=True, editable=False)
     # The id of the run that last changed it (none: an operator). A plain id,
     # not a foreign key: the value outlives the run's row (retention).
-    changed_by_run = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
-    changed_by = models.CharField(
-        max_length=200, blank=True, editable=False, help_text="Who set it by hand, if nobody's run."
+    changed_by_run = models.PositiveBigIntegerField(
+        _("changed by run"), null=True, blank=True, editable=False
     )
-    description = models.TextField(blank=True)
+    changed_by = models.CharField(
+        _("changed by"),
+        max_length=200,
+        blank=True,
+        editable=False,
+        help_text=_("Who set it by hand, if nobody's run."),
+    )
+    description = models.TextField(_("description"), blank=True)
 
     class Meta:
+        verbose_name = _("result variable")
+        verbose_name_plural = _("result variables")
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(
                 Lower("name"),
                 name="variable_unique_name",
-                violation_error_message="a result variable with this name exists already",
+                violation_error_message=_("a result variable with this name exists already"),
             )
         ]
 

@@ -1,9 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class RunsConfig(AppConfig):
     name = "runs"
-    verbose_name = "Takt runs"
+    label = "takt_runs"
+    verbose_name = _("Takt runs")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
 
 from jobs.core.rules import Overlap
 from jobs.core.triggers import iter_fire_times
@@ -43,9 +44,10 @@ class BackfillResult:
 def backfill_fire_times(job: Job, *, start: datetime, end: datetime) -> list[datetime]:
     """The job's fire times in [start, end], sorted, duplicates removed."""
     if start.tzinfo is None or end.tzinfo is None:
-        raise InvalidInput("start" if start.tzinfo is None else "end", "must include a time zone")
+        name = "start" if start.tzinfo is None else "end"
+        raise InvalidInput(name, gettext("must include a time zone"))
     if end < start:
-        raise InvalidInput("end", "must not be before the start")
+        raise InvalidInput("end", gettext("must not be before the start"))
     times: set[datetime] = set()
     for trigger in job.triggers.filter(enabled=True):
         for fire in iter_fire_times(trigger_spec(trigger), after=start - timedelta(microseconds=1)):
@@ -53,10 +55,10 @@ def backfill_fire_times(job: Job, *, start: datetime, end: datetime) -> list[dat
                 break
             times.add(fire)
             if len(times) > MAX_FIRE_TIMES:
-                raise InvalidInput(
-                    "end",
-                    f"the range holds more than {MAX_FIRE_TIMES} fire times; backfill a shorter one",
+                text = gettext(
+                    "the range holds more than %(max)d fire times; backfill a shorter one"
                 )
+                raise InvalidInput("end", text % {"max": MAX_FIRE_TIMES})
     return sorted(times)
 
 
@@ -77,7 +79,7 @@ def backfill(
     called as fire times are handled (a run created, or one found): first
     for those that already had a run, then per run created."""
     if end > now:
-        raise InvalidInput("end", "must not be in the future")
+        raise InvalidInput("end", gettext("must not be in the future"))
     if fire_times is None:
         fire_times = backfill_fire_times(job, start=start, end=end)
     result = BackfillResult(fire_times=fire_times)

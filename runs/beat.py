@@ -4,8 +4,9 @@ Each tick claims due triggers in batches (runs.dispatch), publishes the runs
 after their transaction commits, and sends whatever the outbox still holds.
 Then it sleeps until the next fire time, at most TAKT_POLL_SECONDS. Any
 number of beats may run at once; the database decides which one dispatches
-each fire time. Celery's own ``beat_schedule`` entries are not run here:
-Takt's jobs are the schedule.
+each fire time. Celery's own ``beat_schedule`` entries become jobs declared
+in code when the beat starts (TAKT_CELERY_BEAT_SCHEDULE=sync, the default),
+or stop it, named (refuse).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from celery.beat import Scheduler
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from jobs import registry
 from jobs.models import Job
@@ -65,7 +67,20 @@ class TaktScheduler(Scheduler):
         from django.conf import settings
         from django.utils import timezone
 
-        declared = settings.TAKT_JOBS or settings.TAKT_JOBS_FILE or registry.declared_by_decorator()
+        beat_schedule = dict(self.app.conf.beat_schedule or {})
+        if beat_schedule and settings.TAKT_CELERY_BEAT_SCHEDULE == "refuse":
+            raise ImproperlyConfigured(
+                f"Celery's beat_schedule has {len(beat_schedule)} entries"
+                f" ({', '.join(map(repr, sorted(beat_schedule)))}), which Takt's beat does not"
+                " run while TAKT_CELERY_BEAT_SCHEDULE=refuse: move them to TAKT_JOBS, or set it"
+                " to sync to make them jobs declared in code"
+            )
+        declared = (
+            settings.TAKT_JOBS
+            or settings.TAKT_JOBS_FILE
+            or registry.declared_by_decorator()
+            or beat_schedule
+        )
         if not declared and not Job.objects.filter(code_managed=True, key__isnull=False).exists():
             # Nothing to sync: spare the beat the serializers' imports (~20 MB).
             return

@@ -38,11 +38,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from django.db import transaction
+from django.utils.translation import gettext
 
 from jobs.errors import InvalidInput, TaktError
 from runs.core.messages import utc_text
 from runs.decisions import Decision, record
 from runs.ending import finish_run
+from runs.labels import status_word
 from runs.locks import get_redis
 from runs.models import Run, RunStatus, task_id_for
 from runs.overlap import release_cancelled_locks, release_next_held, revoke_after_commit
@@ -83,7 +85,7 @@ def cancel_run(run_id: int, *, by: str, now: datetime) -> Run:
     for _attempt in range(ATTEMPTS):
         run = Run.objects.select_related("job").filter(pk=run_id).first()
         if run is None:
-            raise RunNotFound(f"run #{run_id} does not exist")
+            raise RunNotFound(gettext("run #%(id)s does not exist") % {"id": run_id})
         if run.status not in CANCELLABLE:
             raise RunNotCancellable(_ended(run), status=run.status)
         with transaction.atomic():
@@ -91,7 +93,10 @@ def cancel_run(run_id: int, *, by: str, now: datetime) -> Run:
         if was is not None:
             break
     else:  # held and sent again between each read: rare, and safe to retry
-        raise TaktError(f"run #{run_id} kept changing its status while being cancelled; try again")
+        raise TaktError(
+            gettext("run #%(id)s kept changing its status while being cancelled; try again")
+            % {"id": run_id}
+        )
     log.info(
         "run %s of job %s cancelled by %s (it was %s)",
         run.pk,
@@ -117,8 +122,8 @@ def _cancel(run: Run, *, by: str, now: datetime) -> str | None:
             get_redis().ping()  # the same answer whatever the status: no Redis, no change
     except redis.RedisError as exc:
         raise RedisUnreachable(
-            f"cannot reach Redis at {redis_location(redacted_url)[0]} ({exc}):"
-            f" run #{run.pk} was not cancelled"
+            gettext("cannot reach Redis at %(location)s (%(error)s): run #%(id)s was not cancelled")
+            % {"location": redis_location(redacted_url)[0], "error": exc, "id": run.pk}
         ) from None
     message = (
         f"cancelled by {by}" if was == RunStatus.RUNNING else f"cancelled by {by} before it started"
@@ -138,11 +143,21 @@ def _cancel(run: Run, *, by: str, now: datetime) -> str | None:
 
 
 def _ended(run: Run) -> str:
-    at = f" at {utc_text(run.finished_at)}" if run.finished_at else ""
-    return (
-        f"run #{run.pk} already ended {run.status}{at};"
-        " only a queued or running run can be cancelled"
-    )
+    """Why `run` cannot be cancelled, in the active language (the admin's
+    and the API's reader; a command's is English). The UTC time stays in
+    the form the admin recognises and shows in the reader's zone."""
+    params = {"id": run.pk, "status": status_word(run.status)}
+    if run.finished_at is None:
+        text = gettext(
+            "run #%(id)s already ended %(status)s; only a queued or running run can be cancelled"
+        )
+    else:
+        params["at"] = utc_text(run.finished_at)
+        text = gettext(
+            "run #%(id)s already ended %(status)s at %(at)s;"
+            " only a queued or running run can be cancelled"
+        )
+    return text % params
 
 
 def redacted_url(url: str) -> str:

@@ -34,6 +34,10 @@ it still exist, loses the queued → running compare-and-set
 Nothing is re-sent while Redis's data is younger than the workers'
 liveness TTL (plus a margin): right after a loss no worker has re-written
 its liveness key yet.
+
+On RabbitMQ (runs/broker.py) the queue lengths come from the broker, not
+from Takt's Redis, and a worker's lost connection puts back the messages
+it held at once; the marks work the same.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
+from runs.broker import amqp_queue_lengths, is_amqp
+from runs.core.broker import REDIS_PRIORITY_STEPS, redis_queue_keys
 from runs.decisions import Decision, record
 from runs.locks import get_redis
 from runs.marks import WORKER_PREFIX, alive_key, mark_key
@@ -60,8 +66,6 @@ RESEND_BATCH = 1000
 # Seconds past the liveness TTL that Redis's data must be old before a
 # missing key counts: live workers re-write theirs every third of the TTL.
 ALIVE_GRACE_MARGIN_S = 2.0
-# kombu's Redis transport keeps one list per priority step: `q`, `q:1` … `q:9`.
-PRIORITY_STEPS = range(10)
 
 
 def resend_reason(mark: str | None, *, alive: set[str], queue_empty: bool) -> str | None:
@@ -152,15 +156,20 @@ def _lost(page: list[Candidate]) -> list[tuple[Candidate, str | None, str]]:
     """The candidates whose message is gone, each with its mark and why."""
     client = get_redis()
     queues = sorted({c.queue for c in page})
+    amqp = is_amqp()
     pipe = client.pipeline(transaction=False)
     pipe.mget([mark_key(c.run_id) for c in page])
-    for queue in queues:
-        for step in PRIORITY_STEPS:
-            pipe.llen(queue if step == 0 else f"{queue}:{step}")
+    if not amqp:  # the broker's lists, in the same round trip as the marks
+        for queue in queues:
+            for key in redis_queue_keys(queue):
+                pipe.llen(key)
     raw_marks, *lengths = pipe.execute()
     marks = [_text(m) for m in raw_marks]
-    steps = len(PRIORITY_STEPS)
-    empty = {q: sum(lengths[i * steps : (i + 1) * steps]) == 0 for i, q in enumerate(queues)}
+    if amqp:
+        empty = {q: n == 0 for q, n in amqp_queue_lengths(queues).items()}
+    else:
+        steps = len(REDIS_PRIORITY_STEPS)
+        empty = {q: sum(lengths[i * steps : (i + 1) * steps]) == 0 for i, q in enumerate(queues)}
     hosts = sorted({m[len(WORKER_PREFIX) :] for m in marks if m and m.startswith(WORKER_PREFIX)})
     alive: set[str] = set()
     if hosts:

@@ -71,6 +71,7 @@ from runs.statements import load_run, start_plain_run
 from runs.stopping import GATE, CancelWatch
 from runs.waiting import release_waiting
 from runs.watches import LongRunWatch, TimeoutWatch, send_signal
+from scheduler_project.logconfig import add_log_context
 
 log = logging.getLogger("takt.execution")
 
@@ -107,6 +108,7 @@ def execute(
     )
     if run is None:
         return None
+    add_log_context(job_id=run.job_id, trigger=run.trigger)  # on every line of the run (F-107)
     rules = overlap_rules(run.job)
     lock, status = admit_start(run, rules=rules, now=started_at, clock=clock)
     if lock is None:
@@ -220,7 +222,8 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     try:
         func, takes_context = _target(job)
         with GATE.job_callable():  # a stop signal raises only in here
-            value = func(ctx) if takes_context else func(**ctx.params)
+            # A Celery task: the job's positional args (only such a target has them).
+            value = func(ctx) if takes_context else func(*job.args, **ctx.params)
         outcome.result = _jsonable(value)
     except SoftTimeLimitExceeded:
         outcome = Outcome(RunStatus.TIMED_OUT, f"timed out after {job.timeout_s} s and was stopped")

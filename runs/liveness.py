@@ -18,6 +18,7 @@ import threading
 
 from django.conf import settings
 from django.utils import timezone
+from redis import RedisError
 
 from runs.locks import get_redis
 from runs.marks import alive_key
@@ -62,5 +63,14 @@ class Liveness:
         self._stopped.set()
         try:
             get_redis().delete(self.key)
+        except RedisError as exc:
+            # Redis went first (Ctrl-C in `make run` stops all processes at
+            # once): nothing is lost, the key expires with its TTL. One line.
+            log.warning(
+                "could not delete the liveness key of worker %s (%s); it expires within %s s",
+                self.hostname,
+                exc,
+                self.ttl_s,
+            )
         except Exception:
             log.exception("could not delete the liveness key of worker %s", self.hostname)

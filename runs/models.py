@@ -6,17 +6,43 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 
 class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    SKIPPED = "skipped"
-    CANCELLED = "cancelled"
-    LOST = "lost"
+    """A run's status; the labels are the run list's filter choices. The
+    badges' lower-case words are runs.labels.status_word."""
+
+    QUEUED = "queued", pgettext_lazy("run status", "Queued")
+    RUNNING = "running", pgettext_lazy("run status", "Running")
+    SUCCEEDED = "succeeded", pgettext_lazy("run status", "Succeeded")
+    FAILED = "failed", pgettext_lazy("run status", "Failed")
+    TIMED_OUT = "timed_out", pgettext_lazy("run status", "Timed out")
+    SKIPPED = "skipped", pgettext_lazy("run status", "Skipped")
+    CANCELLED = "cancelled", pgettext_lazy("run status", "Cancelled")
+    LOST = "lost", pgettext_lazy("run status", "Lost")
+
+
+# The badges' words: lower case as they stand inside a sentence ("it ended
+# succeeded"); the filter's choices are RunStatus' labels.
+STATUS_WORDS = {
+    RunStatus.QUEUED: pgettext_lazy("run status badge", "queued"),
+    RunStatus.RUNNING: pgettext_lazy("run status badge", "running"),
+    RunStatus.SUCCEEDED: pgettext_lazy("run status badge", "succeeded"),
+    RunStatus.FAILED: pgettext_lazy("run status badge", "failed"),
+    RunStatus.TIMED_OUT: pgettext_lazy("run status badge", "timed out"),
+    RunStatus.SKIPPED: pgettext_lazy("run status badge", "skipped"),
+    RunStatus.CANCELLED: pgettext_lazy("run status badge", "cancelled"),
+    RunStatus.LOST: pgettext_lazy("run status badge", "lost"),
+}
+
+
+def status_word(status: str) -> str:
+    """The lower-case word of a run status in the active language; an
+    unknown value with its underscores as spaces."""
+    word = STATUS_WORDS.get(status)  # type: ignore[call-overload]
+    return str(word) if word is not None else status.replace("_", " ")
 
 
 ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
@@ -26,23 +52,23 @@ FINISHED_STATUSES = tuple(s for s in RunStatus if s not in ACTIVE_STATUSES)
 class RunTrigger(models.TextChoices):
     """Why a run exists; the job sees it as `job.trigger` (F-03)."""
 
-    SCHEDULE = "schedule"
-    RETRY = "retry"
-    MANUAL = "manual"
-    API = "api"
-    CATCHUP = "catchup"
-    FILE = "file"
-    DEPENDENCY = "dependency"
-    PARENT = "parent"
+    SCHEDULE = "schedule", pgettext_lazy("run trigger", "Schedule")
+    RETRY = "retry", pgettext_lazy("run trigger", "Retry")
+    MANUAL = "manual", pgettext_lazy("run trigger", "Manual")
+    API = "api", pgettext_lazy("run trigger", "API")
+    CATCHUP = "catchup", pgettext_lazy("run trigger", "Catch-up")
+    FILE = "file", pgettext_lazy("run trigger", "File")
+    DEPENDENCY = "dependency", pgettext_lazy("run trigger", "Dependency")
+    PARENT = "parent", pgettext_lazy("run trigger", "Parent")
 
 
 class WaitingFor(models.TextChoices):
     """What a held run waits for besides its job (F-31, F-34)."""
 
-    NOTHING = "", "its job or the queue"
-    GROUP = "group", "a slot of its concurrency group"
-    EXCLUSIVE = "exclusive", "every group to be free (exclusive job)"
-    LIMIT = "limit", "a slot under TAKT_MAX_CONCURRENCY"
+    NOTHING = "", _("its job or the queue")
+    GROUP = "group", _("a slot of its concurrency group")
+    EXCLUSIVE = "exclusive", _("every group to be free (exclusive job)")
+    LIMIT = "limit", _("a slot under TAKT_MAX_CONCURRENCY")
 
 
 # Runs that stand for a fire time of a trigger: at most one per (job, time).
@@ -64,47 +90,64 @@ class Run(models.Model):
     # Not indexed alone: the (job, status) and (job, enqueued_at) indexes
     # lead with the job, and every index costs on each status change.
     job = models.ForeignKey(
-        "jobs.Job", on_delete=models.CASCADE, related_name="runs", db_index=False
+        "takt_jobs.Job",
+        on_delete=models.CASCADE,
+        related_name="runs",
+        db_index=False,
+        verbose_name=_("job"),
     )
     source_trigger = models.ForeignKey(
-        "jobs.Trigger", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+        "takt_jobs.Trigger",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        verbose_name=_("source trigger"),
     )
-    trigger = models.CharField(max_length=16, choices=RunTrigger.choices)
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    priority = models.PositiveSmallIntegerField(default=5)
-    params = models.JSONField(default=dict, blank=True)
+    trigger = models.CharField(_("trigger"), max_length=16, choices=RunTrigger.choices)
+    status = models.CharField(
+        _("status"), max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED
+    )
+    priority = models.PositiveSmallIntegerField(_("priority"), default=5)
+    params = models.JSONField(_("parameters"), default=dict, blank=True)
     scheduled_for = models.DateTimeField(
-        help_text="The fire time (or requested time) this run stands for."
+        _("scheduled for"),
+        help_text=_("The fire time (or requested time) this run stands for."),
     )
-    enqueued_at = models.DateTimeField()
-    published_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    duration_s = models.FloatField("duration (seconds)", null=True, blank=True)
-    attempt = models.PositiveSmallIntegerField(default=1)
-    worker = models.CharField(max_length=255, blank=True)
-    result_code = models.IntegerField(null=True, blank=True)
-    result = models.JSONField(null=True, blank=True)
-    message = models.TextField(blank=True)
-    output = models.TextField(blank=True)
+    enqueued_at = models.DateTimeField(_("enqueued at"))
+    published_at = models.DateTimeField(_("published at"), null=True, blank=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    duration_s = models.FloatField(_("duration (seconds)"), null=True, blank=True)
+    attempt = models.PositiveSmallIntegerField(_("attempt"), default=1)
+    worker = models.CharField(_("worker"), max_length=255, blank=True)
+    result_code = models.IntegerField(_("result code"), null=True, blank=True)
+    result = models.JSONField(_("result"), null=True, blank=True)
+    message = models.TextField(_("message"), blank=True)
+    output = models.TextField(_("output"), blank=True)
     missed_count = models.PositiveIntegerField(
-        default=0, help_text="Fire times this catch-up run stands in for that did not run."
+        _("missed count"),
+        default=0,
+        help_text=_("Fire times this catch-up run stands in for that did not run."),
     )
-    dedupe_key = models.CharField(max_length=200, blank=True)
+    dedupe_key = models.CharField(_("dedupe key"), max_length=200, blank=True)
     cancelled_by = models.CharField(
+        _("cancelled by"),
         max_length=200,
         blank=True,
-        help_text="Who cancelled the run (a user, a token or a command).",
+        help_text=_("Who cancelled the run (a user, a token or a command)."),
     )
     # F-93: how far a long run has come, as its job reports it with
     # job.progress(done, total, note): {"done": 40, "total": 100, "note": "..."}.
-    progress = models.JSONField(null=True, blank=True)
+    progress = models.JSONField(_("progress"), null=True, blank=True)
     # Queued but not sent: it waits for the job's running run, which sends it
     # when it ends (overlap policies buffer_one and buffer_all, F-23).
-    held = models.BooleanField(default=False)
+    held = models.BooleanField(_("held"), default=False)
     # What a held run waits for (F-31, F-34): "" its job (an overlap policy)
     # or the paused queue; else a slot (WaitingFor).
-    waiting_for = models.CharField(max_length=16, choices=WaitingFor.choices, blank=True)
+    waiting_for = models.CharField(
+        _("waiting for"), max_length=16, choices=WaitingFor.choices, blank=True
+    )
     # The run whose end started this one (trigger `dependency`, F-33) or the
     # parent run it is part of (trigger `parent`, and the retries of those, F-04).
     cause = models.ForeignKey(
@@ -114,7 +157,8 @@ class Run(models.Model):
         on_delete=models.SET_NULL,
         related_name="caused",
         db_index=False,
-        help_text="The run whose end started it, or the parent run it is part of.",
+        verbose_name=_("cause"),
+        help_text=_("The run whose end started it, or the parent run it is part of."),
     )
     retry_of = models.ForeignKey(
         "self",
@@ -123,10 +167,13 @@ class Run(models.Model):
         on_delete=models.SET_NULL,
         related_name="retries",
         db_index=False,
-        help_text="The failed run this one retries.",
+        verbose_name=_("retry of"),
+        help_text=_("The failed run this one retries."),
     )
 
     class Meta:
+        verbose_name = _("run")
+        verbose_name_plural = _("runs")
         ordering = ["-enqueued_at", "-id"]
         # runs.cancel.cancel_run through the API (and the admin's action).
         permissions = [("cancel_run", "Can cancel a queued or running run")]
@@ -208,11 +255,19 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Run #{self.pk} of job #{self.job_id} ({self.status})"
+        """As the admin's titles and breadcrumbs show it, in the reader's language."""
+        text = gettext("Run #%(id)s of job #%(job)s (%(status)s)")
+        return text % {"id": self.pk, "job": self.job_id, "status": status_word(self.status)}
 
     @property
     def task_id(self) -> str:
         return task_id_for(self.pk)
+
+    @property
+    def status_text(self) -> str:
+        """Its status in the reader's language, as its badge says it
+        (status_word): for templates, ``{{ run.status_text }}``."""
+        return status_word(self.status)
 
 
 class AuditRecord(models.Model):
@@ -220,16 +275,24 @@ class AuditRecord(models.Model):
     announces what is about to be done (one batch of runs to delete) and is
     committed before it is done. No row, no deletion."""
 
-    recorded_at = models.DateTimeField()
-    action = models.CharField(max_length=64, help_text='What is done, e.g. "delete runs".')
-    count = models.PositiveIntegerField(help_text="How many rows it concerns.")
-    first_id = models.BigIntegerField(null=True, blank=True)
-    last_id = models.BigIntegerField(null=True, blank=True)
-    detail = models.TextField(blank=True, help_text="Which rows, and why.")
-    by = models.CharField(max_length=200, help_text="Who: a user, a command or a job's run.")
+    recorded_at = models.DateTimeField(_("recorded at"))
+    action = models.CharField(
+        _("action"), max_length=64, help_text=_('What is done, e.g. "delete runs".')
+    )
+    count = models.PositiveIntegerField(_("count"), help_text=_("How many rows it concerns."))
+    first_id = models.BigIntegerField(_("first id"), null=True, blank=True)
+    last_id = models.BigIntegerField(_("last id"), null=True, blank=True)
+    detail = models.TextField(_("detail"), blank=True, help_text=_("Which rows, and why."))
+    by = models.CharField(
+        _("by"), max_length=200, help_text=_("Who: a user, a command or a job's run.")
+    )
 
     class Meta:
+        verbose_name = _("audit record")
+        verbose_name_plural = _("audit records")
         ordering = ["-recorded_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.action}: {self.count} at {self.recorded_at:%Y-%m-%d %H:%M:%S} by {self.by}"
+        text = gettext("%(action)s: %(count)s at %(at)s by %(by)s")
+        at = f"{self.recorded_at:%Y-%m-%d %H:%M:%S}"
+        return text % {"action": self.action, "count": self.count, "at": at, "by": self.by}

@@ -34,6 +34,8 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.utils.translation import gettext
+
 from jobs.errors import InvalidInput, TaktError
 from jobs.exchange import FORMATS
 from jobs.models import Job
@@ -71,7 +73,7 @@ def check_operation(kind: object, params: object, *, now: datetime) -> dict[str,
     if kind == "import_jobs":
         text, fmt = params.get("text"), params.get("format", "yaml")
         if not isinstance(text, str) or not text.strip():
-            raise InvalidInput("text", "give the jobs to import (YAML or JSON text)")
+            raise InvalidInput("text", gettext("give the jobs to import (YAML or JSON text)"))
         if fmt not in FORMATS:
             raise InvalidInput("format", f"must be one of {', '.join(FORMATS)}, got {fmt!r}")
         return {"text": text, "format": fmt, "source": str(params.get("source") or "")[:200]}
@@ -79,26 +81,29 @@ def check_operation(kind: object, params: object, *, now: datetime) -> dict[str,
     if kind == "backfill":
         start, end = moment(params.get("start"), "start"), moment(params.get("end"), "end")
         if end < start:
-            raise InvalidInput("end", "must not be before the start")
+            raise InvalidInput("end", gettext("must not be before the start"))
         if end > now:
-            raise InvalidInput("end", "must not be in the future")
+            raise InvalidInput("end", gettext("must not be in the future"))
         checked.update(start=start.isoformat(), end=end.isoformat())
     return checked
 
 
 def _job_ids(value: object) -> list[int]:
     if not isinstance(value, list | tuple) or not value:
-        raise InvalidInput("jobs", "choose at least one job")
+        raise InvalidInput("jobs", gettext("choose at least one job"))
     bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
     if bad:
-        raise InvalidInput("jobs", f"must be job ids (whole numbers), got {bad[0]!r}")
+        text = gettext("must be job ids (whole numbers), got %(value)r")
+        raise InvalidInput("jobs", text % {"value": bad[0]})
     ids = list(dict.fromkeys(value))
     if len(ids) > MAX_JOBS:
-        raise InvalidInput("jobs", f"at most {MAX_JOBS} jobs at once, got {len(ids)}")
+        text = gettext("at most %(max)d jobs at once, got %(count)d")
+        raise InvalidInput("jobs", text % {"max": MAX_JOBS, "count": len(ids)})
     known = set(Job.objects.filter(pk__in=ids).values_list("pk", flat=True))
     missing = [pk for pk in ids if pk not in known]
     if missing:
-        raise InvalidInput("jobs", "no job with id " + ", ".join(map(str, missing[:10])))
+        text = gettext("no job with id %(ids)s") % {"ids": ", ".join(map(str, missing[:10]))}
+        raise InvalidInput("jobs", text)
     return ids
 
 
@@ -108,11 +113,12 @@ def moment(value: object, name: str) -> datetime:
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            raise InvalidInput(name, f"not an ISO-8601 date and time: {value!r}") from None
+            text = gettext("not an ISO-8601 date and time: %(value)r") % {"value": value}
+            raise InvalidInput(name, text) from None
     if not isinstance(value, datetime):
-        raise InvalidInput(name, "give a date and time")
+        raise InvalidInput(name, gettext("give a date and time"))
     if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInput(name, "must include a time zone")
+        raise InvalidInput(name, gettext("must include a time zone"))
     return value
 
 

@@ -17,7 +17,10 @@ from typing import Any
 from celery import current_app
 from django.db import transaction
 
-from jobs.policies import TimeoutAction
+from jobs.policies import DEFAULT_QUEUE, JobKind, TimeoutAction
+from jobs.registry import is_celery_task
+from runs.broker import declare_priorities, is_amqp
+from runs.core.broker import message_priority
 from runs.marks import mark_sent
 from runs.models import EXECUTE_RUN_TASK, Run, RunStatus, task_id_for
 from runs.statements import mark_published
@@ -50,7 +53,15 @@ def publish_runs(
         in_hand += (
             Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED)
             .select_related("job")
-            .only("pk", "priority", "job__queue", "job__timeout_s", "job__timeout_action")
+            .only(
+                "pk",
+                "priority",
+                "job__queue",
+                "job__kind",
+                "job__target",
+                "job__timeout_s",
+                "job__timeout_action",
+            )
         )
     sent: list[int] = []
     # One broker connection for the whole batch, and (kombu >= 5.7 on Redis)
@@ -59,14 +70,18 @@ def publish_runs(
     # By name: the task (runs/tasks.py) is the worker's; a publisher needs
     # only the app that the project configured (celery.current_app).
     app = current_app
+    amqp = is_amqp(app)
+    if amqp:  # RabbitMQ: Takt's queue is declared with x-max-priority (runs/broker.py)
+        declare_priorities(app)
+    routes: dict[str, str] = {}
     with app.producer_or_acquire() as producer, _batch(producer, len(in_hand)):
         for run in in_hand:
             app.send_task(
                 EXECUTE_RUN_TASK,
                 args=[run.pk],
                 task_id=task_id_for(run.pk),
-                queue=run.job.queue,
-                priority=run.priority,
+                queue=queue_of(run.job, routes),
+                priority=message_priority(run.priority, amqp=amqp),
                 **_time_limits(run.job),
                 producer=producer,
                 ignore_result=True,
@@ -81,6 +96,26 @@ def publish_runs(
     for start in range(0, len(sent), PUBLISH_BATCH):
         mark_published(sent[start : start + PUBLISH_BATCH], now=now, again=replacing is not None)
     return len(sent)
+
+
+def queue_of(job: Any, routes: dict[str, str]) -> str:
+    """The queue a run of `job` goes to: the job's; for a Celery task target
+    whose job keeps the default queue (`takt`), the task's own (its `queue`, or the
+    app's task_routes), so the run executes on the workers that serve that
+    task. `routes` caches a target's queue for one batch."""
+    default = DEFAULT_QUEUE
+    if job.queue != default or getattr(job, "kind", JobKind.CALLABLE) != JobKind.CALLABLE:
+        return str(job.queue)
+    target = job.target
+    if target not in routes:
+        routes[target] = default
+        if is_celery_task(target):
+            # As Celery's apply_async routes it: the task's own queue, else task_routes.
+            own = getattr(current_app.tasks[target], "queue", None)
+            route = current_app.amqp.router.route({"queue": own} if own else {}, target)
+            queue = route.get("queue")
+            routes[target] = getattr(queue, "name", None) or str(queue or default)
+    return routes[target]
 
 
 def _time_limits(job: Any) -> dict[str, Any]:

@@ -4,13 +4,16 @@ with the worker's name and start (runs.marks.worker_start: a worker
 restarted under the same name is another start); the worker keeps its liveness key from the moment
 it is ready until it shuts down; a warm shutdown gives back the messages
 it has not started (runs/shutdown.py); a pool child that died before it could
-start a run gives the run's message up, so the beat sends it again."""
+start a run gives the run's message up, so the beat sends it again. On
+RabbitMQ the worker declares Takt's queue with its priorities
+(runs/broker.py) before it consumes."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from runs.broker import declare_priorities
 from runs.liveness import Liveness
 from runs.marks import forget_mark, mark_received, run_id_of_task, worker_start
 from runs.models import EXECUTE_RUN_TASK
@@ -57,6 +60,14 @@ def task_failure(
         log.exception("could not drop the mark of run %s", run_id, extra={"run_id": run_id})
 
 
+def after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+    """After -Q was applied, before the consumer declares its queues: on
+    AMQP, Takt's queue as every publisher declares it (x-max-priority)."""
+    app = getattr(instance, "app", None)
+    if app is not None:
+        declare_priorities(app)
+
+
 def worker_ready(sender: Any = None, **kwargs: Any) -> None:
     hostname = getattr(sender, "hostname", None) or "unknown"
     _liveness.append(Liveness(worker_start(hostname)).start())
@@ -80,6 +91,7 @@ def connect_all() -> None:
     for signal, receiver, uid in (
         (signals.task_received, task_received, "received"),
         (signals.task_failure, task_failure, "failure"),
+        (signals.celeryd_after_setup, after_setup, "after_setup"),
         (signals.worker_ready, worker_ready, "ready"),
         (signals.worker_shutting_down, worker_shutting_down, "shutting_down"),
         (signals.worker_shutdown, worker_shutdown, "shutdown"),

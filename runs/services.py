@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from jobs.errors import (
     ChildJob,
@@ -21,6 +22,7 @@ from jobs.errors import (
     MaintenanceMode,
     QueuePaused,
 )
+from jobs.i18n import translated
 from jobs.models import Job, Trigger
 from jobs.services import on_run_started
 from jobs.specs import allowed_in_maintenance
@@ -79,23 +81,31 @@ def create_run(
                 detail = f"maintenance mode: a {trigger} request"
                 decisions.record([decisions.Decision("refused", job.pk, detail=detail, at=now)])
                 raise MaintenanceMode(
-                    f"maintenance mode is on: job #{job.pk} is not allowed to start during"
-                    " maintenance (manage.py maintenance_mode off ends it)"
+                    gettext(
+                        "maintenance mode is on: job #%(id)s is not allowed to start during"
+                        " maintenance (manage.py maintenance_mode off ends it)"
+                    )
+                    % {"id": job.pk}
                 )
             decision = Decision(Admission.SKIP, MAINTENANCE_REFUSAL)
         elif paused and not allowed and refuse:
             raise QueuePaused(
-                "the queue is paused: no run is enqueued until it resumes"
-                " (manage.py resume_queue resumes it)"
+                gettext(
+                    "the queue is paused: no run is enqueued until it resumes"
+                    " (manage.py resume_queue resumes it)"
+                )
             )
         else:
             decision = admit(job, running=running, waiting=waiting)
         if decision.admission is not Admission.SKIP:
             unmet = check_condition(job)  # the start checks again (runs/variables.py)
             if unmet is not None and refuse:
-                raise ConditionNotMet(f"job #{job.pk}: {unmet}")
+                reason = translated(*unmet)
+                raise ConditionNotMet(
+                    gettext("job #%(id)s: %(reason)s") % {"id": job.pk, "reason": reason}
+                )
             if unmet is not None:
-                decision = Decision(Admission.SKIP, unmet)
+                decision = Decision(Admission.SKIP, unmet[0] % unmet[1])  # stored: English
     skipped = decision.admission is Admission.SKIP
     run = Run(
         job=job,
@@ -179,8 +189,11 @@ def enqueue_job(
             raise JobNotFound(f"job: no job with id {job!r}") from None
     if job.parent_id is not None:
         raise ChildJob(
-            f"job: job #{job.pk} is a child of job #{job.parent_id}: it runs only as part of"
-            " its parent's run; start the parent instead"
+            gettext(
+                "job: job #%(id)s is a child of job #%(parent)s: it runs only as part of"
+                " its parent's run; start the parent instead"
+            )
+            % {"id": job.pk, "parent": job.parent_id}
         )
     if params is not None:
         params = {**job.params, **_check_params(params)}

@@ -12,6 +12,11 @@ at channel close then finds nothing left to restore for those tags, and
 this worker does not start them any more (a pool process that did anyway
 would lose the queued → running compare-and-set to the other worker).
 
+On RabbitMQ (runs/broker.py) nothing is given back early: the broker puts
+a worker's unacknowledged messages back when its connection closes, after
+its last run ended (with the prefetch of 1 that Takt recommends, a worker
+holds no message it has not started).
+
 It runs in a short thread: the shutdown is announced from a signal
 handler, where Redis I/O must not happen.
 """
@@ -45,6 +50,11 @@ def give_back(requests: list[Any]) -> int:
     given = 0
     for request in requests:
         message = request.message
+        if getattr(message.channel, "qos", None) is None:
+            # AMQP: RabbitMQ has no restore by tag (a reject now would race
+            # the pool's ack); it puts the message back when this worker's
+            # connection closes.
+            continue
         try:
             message.channel.qos.restore_by_tag(message.delivery_tag)
             given += 1

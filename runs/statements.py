@@ -30,6 +30,7 @@ JOB_FIELDS = (
     "description",
     "kind",
     "target",
+    "args",  # a Celery task target's positional arguments
     "timeout_s",
     "timeout_action",
     "heartbeat_deadline_s",

@@ -12,6 +12,7 @@ from runs.execution import execute
 from runs.models import EXECUTE_RUN_TASK
 from runs.outage import MAX_BACKOFF_S, OutageTooLong
 from scheduler_project.connections import ConnectionReuse
+from scheduler_project.logconfig import log_context
 
 log = logging.getLogger("takt.execution")
 
@@ -22,11 +23,10 @@ _connection = ConnectionReuse(fresh_s=1.0)
 
 @shared_task(name=EXECUTE_RUN_TASK, bind=True, ignore_result=True, acks_late=True)
 def execute_run(self: Any, run_id: int) -> None:
+    worker = self.request.hostname or "unknown"
     try:
-        with _connection.use():
-            execute(
-                run_id, worker=self.request.hostname or "unknown", claim_wait_s=claim_wait_s(self)
-            )
+        with _connection.use(), log_context(run_id=run_id, worker=worker):
+            execute(run_id, worker=worker, claim_wait_s=claim_wait_s(self))
     except OutageTooLong as exc:
         # Nothing was done: the run is still queued. Send it again rather
         # than hold a pool process any longer (a second delivery executes once).

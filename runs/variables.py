@@ -19,7 +19,7 @@ from django.db import transaction
 
 from jobs.models import Job, ResultVariable
 from jobs.variables import PENDING
-from runs.core.start import Condition, condition_met, condition_text
+from runs.core.start import Condition, condition_message, condition_met, condition_text
 from runs.decisions import Decision, record
 from runs.models import Run, RunStatus
 
@@ -43,17 +43,19 @@ def job_condition(job: Job, name: str = "") -> Condition | None:
     return Condition(name, accepted, bool(job.condition_consume))
 
 
-def check_condition(job: Job) -> str | None:
+def check_condition(job: Job) -> tuple[str, dict[str, object]] | None:
     """A read of the job's condition for a run about to be created (the
     beat, a dependency, "Run now"): None when it holds (or the job has
-    none), else why not. The start checks again (`take_condition`)."""
+    none), else why not, as an English template and its parameters
+    (runs.core.start.condition_message: stored as `template % params`,
+    shown translated). The start checks again (`take_condition`)."""
     if job.condition_variable_id is None:
         return None
     row = ResultVariable.objects.filter(pk=job.condition_variable_id).values_list("name", "value")
     name, value = row.first() or ("?", None)
     condition = job_condition(job, name)
     assert condition is not None
-    return None if condition_met(condition, value) else condition_text(condition, value)
+    return None if condition_met(condition, value) else condition_message(condition, value)
 
 
 def take_condition(run: Run, *, now: datetime) -> str | None:

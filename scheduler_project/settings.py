@@ -7,17 +7,28 @@ and a local Redis.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured, ValidationError
-from django.core.validators import URLValidator, validate_email
+from django.core.exceptions import ImproperlyConfigured
 
-from scheduler_project.envconfig import env_bool, env_float, env_int, env_str
+from scheduler_project.envconfig import env_bool, env_int, env_str
+from scheduler_project.languages import language_code
 from scheduler_project.localenv import load_local_env, source_of
+from scheduler_project.logconfig import logging_config
+from scheduler_project.mailconfig import email_settings
 from scheduler_project.redisconfig import sentinel_config
+from scheduler_project.security import (
+    DEVELOPMENT_SECRET_KEY,
+    SILENCED_DEPLOY_CHECKS,
+    check_production,
+    host_list,
+    https_settings,
+)
+from scheduler_project.takt_settings import takt_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # What `make run` chose (var/local.env) for every process of this checkout;
@@ -25,9 +36,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 TAKT_LOCAL_ENV = load_local_env(BASE_DIR)
 VAR_DIR = Path(env_str("TAKT_VAR_DIR", "").strip() or BASE_DIR / "var")  # empty: the default
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "takt-development-key-change-me-in-production")
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
 DEBUG = env_bool("DJANGO_DEBUG", True)
-ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+ALLOWED_HOSTS = host_list(DEBUG)
+# With DEBUG off: no development key, no empty host list (every process stops).
+check_production(debug=DEBUG, secret_key=SECRET_KEY, allowed_hosts=ALLOWED_HOSTS)
+# HTTPS behind a TLS proxy, secure cookies, HSTS: off unless the environment
+# says (deploy/ does); scheduler_project/security.py.
+globals().update(https_settings())
+SILENCED_SYSTEM_CHECKS = SILENCED_DEPLOY_CHECKS
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -45,10 +62,21 @@ INSTALLED_APPS = [
     "runs.apps.RunsConfig",
     "heartbeats.apps.HeartbeatsConfig",
 ]
+# django-celery-beat (the extra takt[celery-beat]) for `manage.py
+# import_celery_beat` (F-76): its models read the PeriodicTasks. Takt's own
+# admin leaves its pages out (scheduler_project/urls.py).
+if importlib.util.find_spec("django_celery_beat") is not None:
+    INSTALLED_APPS.append("django_celery_beat")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from STATIC_ROOT (collectstatic) in production; with
+    # DEBUG on, from the apps' folders as runserver does.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The admin and the API speak the browser's language (Accept-Language)
+    # when it is one of LANGUAGES, else LANGUAGE_CODE (docs/translation.md).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "scheduler_project.middleware.DatabaseUnavailableMiddleware",  # a 503 while the database is down
     "jobs.api.auth.CsrfHeaderAliasMiddleware",
@@ -108,8 +136,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 
-# --- Time -------------------------------------------------------------------
-LANGUAGE_CODE = "en-us"
+# --- Language and time -----------------------------------------------------------
+# English and German (docs/translation.md). The browser's Accept-Language
+# picks one of LANGUAGES; DJANGO_LANGUAGE_CODE is the default for a browser
+# that asks for neither, and for e-mails and commands.
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+LANGUAGE_CODE = language_code(env_str("DJANGO_LANGUAGE_CODE", "en-us"), LANGUAGES)
 TIME_ZONE = env_str("TAKT_TIME_ZONE", env_str("TZ", "UTC") or "UTC")
 try:
     ZoneInfo(TIME_ZONE)
@@ -120,6 +152,17 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic also writes .gz copies, which WhiteNoise serves to
+    # browsers that accept them. No hashed names: a page rendered before
+    # collectstatic ran (tests, DEBUG on) must not need a manifest.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# --- E-mail (alerts) ------------------------------------------------------------
+# EMAIL_URL, or EMAIL_HOST/EMAIL_PORT/..., and DEFAULT_FROM_EMAIL; checked.
+globals().update(email_settings())
 
 # --- Redis and Celery ---------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -136,7 +179,11 @@ REDIS_SENTINEL = sentinel_config(
     sentinel_password=env_str("REDIS_SENTINEL_PASSWORD", ""),
     db=env_int("REDIS_DB", 0, minimum=0, maximum=100_000),
 )
-CELERY_BROKER_URL = REDIS_SENTINEL.broker_url() if REDIS_SENTINEL else REDIS_URL
+# CELERY_BROKER_URL=amqp://… keeps runs on a RabbitMQ while locks and marks
+# stay in Redis (docs/failures.md, "Celery on RabbitMQ").
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or (
+    REDIS_SENTINEL.broker_url() if REDIS_SENTINEL else REDIS_URL
+)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 # Late acks, prefetch 1, no requeue of a lost pool child's message: why in
@@ -168,100 +215,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TIMEZONE = "UTC"
 
 # --- Takt ---------------------------------------------------------------------
-TAKT_POLL_SECONDS = env_float("TAKT_POLL_SECONDS", 1.0, minimum=0.05, maximum=60)
-TAKT_DEFAULT_TIMEOUT = env_int("TAKT_DEFAULT_TIMEOUT", 300, minimum=1, maximum=7 * 86400)
-TAKT_SCHEDULER_ENABLED = env_bool("TAKT_SCHEDULER_ENABLED", True)
-# The beat's heartbeat name (default beat@<host>): give two beats on one host names of their own.
-TAKT_BEAT_NAME = env_str("TAKT_BEAT_NAME", "").strip()
-TAKT_LOCK_TTL_SECONDS = env_int("TAKT_LOCK_TTL_SECONDS", 30, minimum=3, maximum=3600)
-# How often each beat looks for running runs whose worker died (F-70).
-TAKT_LOST_CHECK_SECONDS = env_int("TAKT_LOST_CHECK_SECONDS", 5, minimum=1, maximum=3600)
-TAKT_REPUBLISH_AFTER_SECONDS = env_int("TAKT_REPUBLISH_AFTER_SECONDS", 15, minimum=1, maximum=3600)
-# Lost messages (runs/delivery.py): a published run still queued this long
-# after its message went out is re-sent when its message mark is gone or
-# names a worker that is gone; the beat looks every TAKT_RESEND_CHECK_SECONDS.
-TAKT_RESEND_AFTER_SECONDS = env_int("TAKT_RESEND_AFTER_SECONDS", 30, minimum=1, maximum=86400)
-TAKT_RESEND_CHECK_SECONDS = env_float("TAKT_RESEND_CHECK_SECONDS", 5.0, minimum=0.1, maximum=3600)
-# A worker's liveness key lives this long; the worker renews it every third.
-TAKT_WORKER_ALIVE_TTL_SECONDS = env_int(
-    "TAKT_WORKER_ALIVE_TTL_SECONDS", 10, minimum=3, maximum=3600
-)
-# A cancelled running run is told to stop (SIGUSR1: SoftTimeLimitExceeded in
-# the job); one still running this many seconds later is killed (SIGKILL).
-TAKT_CANCEL_GRACE_SECONDS = env_int("TAKT_CANCEL_GRACE_SECONDS", 10, minimum=1, maximum=3600)
-# A command job's process group that is stopped (timeout, cancel) gets
-# SIGTERM, then SIGKILL this many seconds later (F-02). Below the cancel grace
-# and the 30 s between a run's soft and hard time limits, so the worker
-# kills the command before anything kills the worker's process.
-TAKT_COMMAND_KILL_GRACE_SECONDS = env_int(
-    "TAKT_COMMAND_KILL_GRACE_SECONDS", 5, minimum=1, maximum=25
-)
-# Script jobs (F-02 `script`): Python source edited in the admin, run on the
-# workers. Off unless set: whoever may write a script may run any code as the
-# worker's user (docs/job-kinds.md, "script"). Superusers only, even when on.
-TAKT_SCRIPTS_ENABLED = env_bool("TAKT_SCRIPTS_ENABLED", False)
-# While the database is down, a worker retries a run's claim this long (with
-# backoff, at most half the run's time limit) before it sends the run again.
-TAKT_DB_OUTAGE_MAX_SECONDS = env_int("TAKT_DB_OUTAGE_MAX_SECONDS", 300, minimum=1, maximum=86400)
-TAKT_OUTPUT_LIMIT_BYTES = env_int(
-    "TAKT_OUTPUT_LIMIT_BYTES", 256 * 1024, minimum=1024, maximum=64 * 1024 * 1024
-)
-# F-34: at most this many runs at once across the cluster (unset: no limit).
-# Set the same value in every worker's environment.
-TAKT_MAX_CONCURRENCY = env_int("TAKT_MAX_CONCURRENCY", 0, minimum=1, maximum=100_000) or None
-TAKT_CLAIM_BATCH = env_int("TAKT_CLAIM_BATCH", 500, minimum=1, maximum=100000)
-TAKT_JOB_MODULES = [m for m in env_str("TAKT_JOB_MODULES", "").split(",") if m]
-TAKT_KEY_PREFIX = env_str("TAKT_KEY_PREFIX", "takt")
-# F-52, F-71: finished runs are deleted after TAKT_RETENTION_DAYS; runs queued
-# or running longer than TAKT_EXPIRE_AFTER_DAYS are failed (takt_maintenance).
-TAKT_RETENTION_DAYS = env_int("TAKT_RETENTION_DAYS", 14, minimum=1, maximum=3650)
-TAKT_EXPIRE_AFTER_DAYS = env_int("TAKT_EXPIRE_AFTER_DAYS", 7, minimum=1, maximum=3650)
-# F-29: maintenance mode is on while this file exists where the beat runs.
-TAKT_MAINTENANCE_LOCK_FILE = env_str("TAKT_MAINTENANCE_LOCK_FILE", "").strip()
-# F-61: with a token, heartbeat pings need `Authorization: Bearer <token>`.
-TAKT_PING_TOKEN = env_str("TAKT_PING_TOKEN", "").strip()
-# F-107: with a token, /metrics needs `Authorization: Bearer <token>`.
-TAKT_METRICS_TOKEN = env_str("TAKT_METRICS_TOKEN", "").strip()
-# F-65: entries the decision log keeps (a capped Redis stream).
-TAKT_DECISION_LOG_SIZE = env_int("TAKT_DECISION_LOG_SIZE", 100_000, minimum=100, maximum=10_000_000)
-# F-43: enqueue_job(dedupe_key=...) and the API's Idempotency-Key header
-# return the run made with the same key within this many seconds.
-TAKT_DEDUPE_WINDOW_SECONDS = env_int(
-    "TAKT_DEDUPE_WINDOW_SECONDS", 86400, minimum=1, maximum=365 * 86400
-)
-# F-16, F-17: the beat watches the folders of file triggers and the RUN-file
-# folders (runs/watching.py), one watcher per folder in the cluster.
-TAKT_WATCH_FILES = env_bool("TAKT_WATCH_FILES", True)
-# Poll the folders (every second) instead of inotify: for network file
-# systems, whose changes made on another machine inotify does not see.
-TAKT_WATCH_POLLING = env_bool("TAKT_WATCH_POLLING", False)
-# Folders where a file <prefix><job id>.RUN requests a run of that job
-# (absolute paths, separated by ":"); none by default.
-TAKT_RUN_FILE_FOLDERS = [
-    folder.strip() for folder in env_str("TAKT_RUN_FILE_FOLDERS", "").split(":") if folder.strip()
-]
-for _folder in TAKT_RUN_FILE_FOLDERS:
-    if not _folder.startswith("/"):
-        raise ImproperlyConfigured(
-            f"TAKT_RUN_FILE_FOLDERS: {_folder!r} must be an absolute path (starting with /)"
-        )
-TAKT_RUN_FILE_PREFIX = env_str("TAKT_RUN_FILE_PREFIX", "Takt").strip()
-if not TAKT_RUN_FILE_PREFIX.replace("_", "a").replace(".", "a").replace("-", "a").isalnum() or (
-    len(TAKT_RUN_FILE_PREFIX) > 50
-):
-    raise ImproperlyConfigured(
-        f"TAKT_RUN_FILE_PREFIX: must be 1 to 50 letters, digits, '_', '.' or '-',"
-        f" got {TAKT_RUN_FILE_PREFIX!r}"
-    )
-# Where a consumed RUN file goes: empty deletes it; a name or relative path
-# is a folder inside the watched one (made when needed), e.g. "done".
-TAKT_RUN_FILE_DONE_FOLDER = env_str("TAKT_RUN_FILE_DONE_FOLDER", "").strip()
-# F-75: jobs declared in code, synced into the database when the beat starts
-# (and by `manage.py sync_jobs`): a dict {key: job} like Celery's
-# beat_schedule, in the export format of `manage.py export_jobs`; and/or a
-# YAML or JSON file in that format.
-TAKT_JOBS: dict[str, dict[str, object]] = {}
-TAKT_JOBS_FILE = env_str("TAKT_JOBS_FILE", "").strip()
+# Every TAKT_* setting, from the environment (else its default), checked:
+# scheduler_project/takt_settings.py lists them; the README's settings
+# table says what each does.
+_takt = takt_settings()
+globals().update(_takt)
 
 # The REST API (F-41): the admin's session (with CSRF) or an API token.
 REST_FRAMEWORK = {
@@ -296,48 +254,12 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Heartbeats and alerts (F-62, F-63, F-106). A heartbeat past its deadline
-# is late for this long (unless it sets its own grace), then down.
-TAKT_HEARTBEAT_GRACE_SECONDS = env_int(
-    "TAKT_HEARTBEAT_GRACE_SECONDS", 3600, minimum=0, maximum=30 * 86400
+# TAKT_LOG_FORMAT=json: one JSON object a line, with the run's job_id, run_id,
+# trigger and worker (scheduler_project/logconfig.py; Celery's own handlers
+# are switched in scheduler_project/celery.py).
+LOGGING = logging_config(
+    log_format=_takt["TAKT_LOG_FORMAT"], level=env_str("TAKT_LOG_LEVEL", "INFO")
 )
-TAKT_ALERT_MIN_SEVERITY = env_str("TAKT_ALERT_MIN_SEVERITY", "warning").strip().lower()
-if TAKT_ALERT_MIN_SEVERITY not in ("info", "warning", "critical"):
-    raise ImproperlyConfigured(
-        "TAKT_ALERT_MIN_SEVERITY: expected info, warning or critical,"
-        f" got {os.environ['TAKT_ALERT_MIN_SEVERITY']!r}"
-    )
-TAKT_ALERT_EMAILS = [a.strip() for a in env_str("TAKT_ALERT_EMAILS", "").split(",") if a.strip()]
-for _address in TAKT_ALERT_EMAILS:
-    try:
-        validate_email(_address)
-    except ValidationError:
-        raise ImproperlyConfigured(
-            f"TAKT_ALERT_EMAILS: not an e-mail address: {_address!r}"
-        ) from None
-TAKT_ALERT_WEBHOOK_URL = env_str("TAKT_ALERT_WEBHOOK_URL", "").strip()
-if TAKT_ALERT_WEBHOOK_URL:
-    try:
-        URLValidator(schemes=["http", "https"])(TAKT_ALERT_WEBHOOK_URL)
-    except ValidationError:
-        raise ImproperlyConfigured(
-            f"TAKT_ALERT_WEBHOOK_URL: expected an http:// or https:// URL,"
-            f" got {TAKT_ALERT_WEBHOOK_URL!r}"
-        ) from None
-TAKT_ALERT_TIMEOUT_SECONDS = env_float("TAKT_ALERT_TIMEOUT_SECONDS", 5.0, minimum=0.1, maximum=60)
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {
-        "takt": {
-            "handlers": ["console"],
-            "level": env_str("TAKT_LOG_LEVEL", "INFO"),
-            "propagate": False,
-        },
-    },
-}
 
 os.makedirs(VAR_DIR, exist_ok=True)
+os.makedirs(STATIC_ROOT, exist_ok=True)  # WhiteNoise warns about a missing one

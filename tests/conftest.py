@@ -7,81 +7,41 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
-from django.test.utils import override_settings
 
 import tests.sample_jobs  # noqa: F401  (registers the sample callables)
-from tests.processes import free_port
+from jobs.testing import RedisMissing, private_redis, takt_settings
+
+# The fixtures Takt ships for its users' suites (F-96): `takt`, `takt_redis_url`.
+pytest_plugins = ["jobs.pytest_plugin"]
 
 TEST_TIME_ZONE = "Europe/Berlin"
 
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+    """The session's own redis-server (jobs.testing, the helpers Takt ships
+    for its users' suites)."""
+    try:
+        with private_redis(tmp_path_factory.mktemp("redis")) as url:
+            yield url
+    except RedisMissing:
         pytest.exit(
             "redis-server is not installed: run `make test` (it installs it) or `apt-get install redis-server`",
             2,
         )
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.exit(f"private redis-server on port {port} did not start", 2)
-            time.sleep(0.05)
-    client.close()
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _takt_test_settings(redis_url: str) -> Iterator[None]:
-    from scheduler_project.celery import app
-
-    with override_settings(
-        TIME_ZONE=TEST_TIME_ZONE,
-        REDIS_URL=redis_url,
-        CELERY_BROKER_URL=redis_url,
-        REDIS_SENTINEL=None,  # the private Redis even when the shell sets REDIS_SENTINELS
-        TAKT_WATCH_FILES=False,  # a beat made in the test's process starts no watcher thread
-    ):
-        app.conf.broker_url = redis_url
+    # The private Redis even when the shell sets REDIS_SENTINELS; a beat
+    # made in the test's process starts no watcher thread.
+    with takt_settings(redis_url, TIME_ZONE=TEST_TIME_ZONE):
         yield
 
 

@@ -6,6 +6,7 @@ import them; each directory gets its own copy, so a directory can override
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -162,13 +163,13 @@ def beat(start_process: Callable[..., Proc]) -> Iterator[Callable[..., Proc]]:
         proc.stop()
 
 
-@pytest.fixture(scope="module")
-def web(live_env: dict[str, str], live_log_dir: Path) -> Iterator[str]:
-    """`manage.py runserver` on a free port for the module's tests, answering
-    when the fixture yields its URL ("http://127.0.0.1:PORT")."""
+@contextlib.contextmanager
+def serve_web(env: dict[str, str], log_dir: Path) -> Iterator[str]:
+    """`manage.py runserver` on a free port with `env`, answering when this
+    yields its URL ("http://127.0.0.1:PORT"); stopped on leaving."""
     port = free_port()
     argv = [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
-    proc = Proc("web", argv, live_env, live_log_dir)
+    proc = Proc("web", argv, env, log_dir)
     try:
         proc.wait_for("Quit the server with", STARTUP_TIMEOUT_S)
         url = f"http://127.0.0.1:{port}"
@@ -176,6 +177,13 @@ def web(live_env: dict[str, str], live_log_dir: Path) -> Iterator[str]:
         yield url
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def web(live_env: dict[str, str], live_log_dir: Path) -> Iterator[str]:
+    """The web server of the module's tests (`serve_web` with `live_env`)."""
+    with serve_web(live_env, live_log_dir) as url:
+        yield url
 
 
 def _answers(url: str) -> bool:

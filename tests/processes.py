@@ -11,6 +11,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import BinaryIO
 
 import redis
 
@@ -36,13 +37,15 @@ class Proc:
     """A child process in its own session, writing to a log file in
     `log_dir`; `stop()` sends SIGTERM (then SIGKILL) to its whole group."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], env: dict[str, str], log_dir: Path, cwd: Path = ROOT
+    ) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}-{uuid.uuid4().hex[:6]}.log"
         self._log = self.log_path.open("wb")
         self.popen = subprocess.Popen(
             argv,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -82,37 +85,50 @@ class Proc:
         self._log.close()
 
 
-class PrivateRedis:
-    """A redis-server without persistence on a fixed free port, which the
-    test can restart (the session's Redis is never restarted)."""
+class RedisServer:
+    """redis-server on a fixed port with no persistence (--save "" and
+    --appendonly no): a restart starts empty, like `make run`'s Redis. For
+    the tests that restart or kill Redis (the session's is never)."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.workdir = workdir
+    def __init__(self, port: int, workdir: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed: apt-get install redis-server")
+        self.binary, self.port, self.workdir = binary, port, workdir
+        self.url = f"redis://127.0.0.1:{port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.log: BinaryIO | None = None
+        self.starts = 0
 
-    def start(self) -> None:
-        binary = shutil.which("redis-server") or "redis-server"
-        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+    def start(self, timeout_s: float = 10) -> None:
+        self.starts += 1
+        self.log = log = (self.workdir / f"redis-{self.starts}.log").open("wb")
+        argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         argv += ["--appendonly", "no", "--dir", str(self.workdir)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while not _pings(client):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the private redis-server on port {self.port} did not start")
-            time.sleep(0.05)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(f"redis-server on port {self.port} did not start") from None
+                time.sleep(0.05)
         client.close()
 
     def stop(self) -> None:
+        """SIGTERM: with no persistence, a restart starts empty all the same."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+        if self.log is not None:
+            self.log.close()
 
-
-def _pings(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        if self.log is not None:
+            self.log.close()

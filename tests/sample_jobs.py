@@ -1,5 +1,6 @@
 """Job callables used by the tests (registered by tests/conftest.py in the
-test process, and by TAKT_JOB_MODULES in worker processes)."""
+test process, and by TAKT_JOB_MODULES in worker processes), and one plain
+Celery task, as django-celery-beat users have them (`tests.celery_echo`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from typing import Any
 
 import redis
+from celery import shared_task
 from django.conf import settings
 
 from jobs import takt_job
@@ -19,6 +21,33 @@ def echo(job: Any) -> dict[str, Any]:
     job.log(f"trigger={job.trigger}")
     job.log(f"params={sorted(job.params.items())}")
     return {"echo": job.params}
+
+
+@shared_task(name="tests.celery_echo")
+def celery_echo(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """A Celery task, not a @takt_job function: a job targeting it is called
+    with the job's args and the run's params (Job.args)."""
+    return {"args": list(args), "kwargs": kwargs}
+
+
+@shared_task(name="tests.routed_echo", queue="reports")
+def routed_echo(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """A Celery task with its own queue: a job targeting it (on the default
+    queue) sends its runs there."""
+    return {"args": list(args), "kwargs": kwargs}
+
+
+@shared_task(name="tests.autoretry", autoretry_for=(ValueError,), max_retries=5)
+def autoretry(*args: Any, **kwargs: Any) -> None:
+    """A Celery task that retries itself on ValueError (autoretry_for): run
+    by Takt, Takt's retry policy decides instead."""
+    raise ValueError("the task's own retry would try again")
+
+
+@shared_task(name="tests.self_retry", bind=True, max_retries=3)
+def self_retry(self: Any) -> None:
+    """A bound Celery task calling self.retry(): run by Takt, one failure."""
+    raise self.retry(exc=KeyError("asked for a retry"), countdown=60)
 
 
 @takt_job("tests.log_off", allowed_during_maintenance=True)

@@ -24,6 +24,8 @@ for p in "$web_port:TAKT_WEB_PORT" "$flower_port:TAKT_FLOWER_PORT"; do
         takt_die "port ${p%%:*} on 127.0.0.1 is in use (another 'make run'?); pick another with ${p#*:}=PORT"
 done
 export TAKT_WEB_PORT="$web_port" TAKT_FLOWER_PORT="$flower_port"
+# A run's admin page links to its task in this Flower.
+export TAKT_FLOWER_URL="${TAKT_FLOWER_URL:-http://127.0.0.1:$flower_port}"
 export TAKT_WORKER_CONCURRENCY="${TAKT_WORKER_CONCURRENCY:-2}"
 
 processes=(web worker beat flower)

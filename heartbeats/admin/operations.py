@@ -16,10 +16,14 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
+from heartbeats.alert_texts import status_text
 from heartbeats.alerts import mark_seen
 from heartbeats.core.status import operations_label
+from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
@@ -35,7 +39,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
         ("deadline_s", "grace_s"),
         ("paused", "alert_after_failures", "reminder_s"),
         ("last_run_at", "last_success_at", "last_started_at"),
-        ("last_status", "state"),
+        ("last_status_word", "state"),
         "last_result",
         ("run_count", "failure_count", "consecutive_failures"),
     )
@@ -44,57 +48,62 @@ class HeartbeatAdmin(admin.ModelAdmin):
         "last_run_at",
         "last_success_at",
         "last_started_at",
-        "last_status",
+        "last_status_word",
         "state",
         "last_result",
         "run_count",
         "failure_count",
         "consecutive_failures",
     )
-    change_list_template = "admin/heartbeats/heartbeat/change_list.html"
+    change_list_template = "admin/takt_heartbeats/heartbeat/change_list.html"
 
     def get_readonly_fields(self, request: HttpRequest, obj: Heartbeat | None = None) -> Any:
         extra = JOB_MANAGED if obj is not None and obj.job_id else ()
         return (*self.readonly_fields, *extra)
 
-    @admin.display(description="operations state")
+    @admin.display(description=_("operations state"))
     def state_label(self, obj: Heartbeat) -> str:
-        return operations_label(
-            last_run_at=obj.last_run_at,
-            last_status=obj.last_status,
-            deadline_s=obj.deadline_s,
-            now=timezone.now(),
+        return operations_word(
+            operations_label(
+                last_run_at=obj.last_run_at,
+                last_status=obj.last_status,
+                deadline_s=obj.deadline_s,
+                now=timezone.now(),
+            )
         )
+
+    @admin.display(description=_("last status"))
+    def last_status_word(self, obj: Heartbeat) -> str:
+        """The last run's status in the reader's language (the code in English)."""
+        return status_text(obj.last_status) if obj.last_status else "-"
 
     def get_urls(self) -> list[Any]:
         view = self.admin_site.admin_view
         return [
-            path("operations/", view(self.operations_view), name="heartbeats_operations"),
+            path("operations/", view(self.operations_view), name="takt_heartbeats_operations"),
             path(
                 "operations/seen/",
                 view(require_POST(self.mark_seen_view)),
-                name="heartbeats_alerts_seen",
+                name="takt_heartbeats_alerts_seen",
             ),
             *super().get_urls(),
         ]
 
     def operations_view(self, request: HttpRequest) -> HttpResponse:
         now = timezone.now()
-        rows = [
-            {
-                "heartbeat": beat,
-                "state": operations_label(
-                    last_run_at=beat.last_run_at,
-                    last_status=beat.last_status,
-                    deadline_s=beat.deadline_s,
-                    now=now,
-                ),
-            }
-            for beat in Heartbeat.objects.order_by("name")
-        ]
+        rows = []
+        for beat in Heartbeat.objects.order_by("name"):
+            label = operations_label(
+                last_run_at=beat.last_run_at,
+                last_status=beat.last_status,
+                deadline_s=beat.deadline_s,
+                now=now,
+            )
+            # "state" (English) names the badge's CSS class; "state_label" is shown.
+            rows.append({"heartbeat": beat, "state": label, "state_label": operations_word(label)})
         context = {
             **self.admin_site.each_context(request),
-            "title": "Operations",
+            "title": gettext("Operations"),
             "opts": self.model._meta,
             "rows": rows,
             "alerts": Alert.objects.filter(resolved_at__isnull=True).order_by("-last_seen_at")[
@@ -104,13 +113,13 @@ class HeartbeatAdmin(admin.ModelAdmin):
                 :20
             ],
         }
-        return TemplateResponse(request, "admin/heartbeats/operations.html", context)
+        return TemplateResponse(request, "admin/takt_heartbeats/operations.html", context)
 
     def mark_seen_view(self, request: HttpRequest) -> HttpResponse:
         ids = [int(i) for i in request.POST.getlist("alert") if i.isdigit()]
         n = mark_seen(ids)
-        self.message_user(request, f"Marked {n} alert(s) as seen.", messages.SUCCESS)
-        return HttpResponseRedirect(reverse("admin:heartbeats_operations"))
+        self.message_user(request, seen_message(n), messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:takt_heartbeats_operations"))
 
 
 @admin.register(Alert)
@@ -124,7 +133,14 @@ class AlertAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description="Mark as seen")
+    @admin.action(description=_("Mark as seen"))
     def mark_as_seen(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
         n = mark_seen(list(queryset.values_list("pk", flat=True)))
-        self.message_user(request, f"Marked {n} alert(s) as seen.")
+        self.message_user(request, seen_message(n))
+
+
+def seen_message(n: int) -> str:
+    """The message after alerts were marked seen, in the reader's language."""
+    return ngettext("Marked %(count)d alert as seen.", "Marked %(count)d alerts as seen.", n) % {
+        "count": n
+    }

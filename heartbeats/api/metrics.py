@@ -15,6 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from jobs.models import Job, QueueState, Trigger
+from runs.broker import amqp_queue_lengths, is_amqp
+from runs.core.broker import redis_queue_keys
 from runs.locks import get_redis
 from runs.metrics import LAG_BUCKETS, metric_key
 from runs.models import Run, RunStatus
@@ -58,12 +60,15 @@ class TaktCollector:
         depth = GaugeMetricFamily(
             "takt_queue_depth", "Messages waiting in the broker.", labels=["queue"]
         )
-        for queue in _queues():
-            keys = [queue, *(f"{queue}:{p}" for p in range(1, 10))]
-            pipe = client.pipeline(transaction=False)
-            for key in keys:
-                pipe.llen(key)
-            depth.add_metric([queue], sum(pipe.execute()))
+        if is_amqp():  # RabbitMQ: a passive declare per queue (runs/broker.py)
+            for queue, length in amqp_queue_lengths(_queues()).items():
+                depth.add_metric([queue], length)
+        else:
+            for queue in _queues():
+                pipe = client.pipeline(transaction=False)
+                for key in redis_queue_keys(queue):
+                    pipe.llen(key)
+                depth.add_metric([queue], sum(pipe.execute()))
         yield depth
 
         held = Run.objects.filter(status=RunStatus.QUEUED, held=True).count()

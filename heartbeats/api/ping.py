@@ -23,9 +23,11 @@ from django.db import transaction
 from django.db.models import F
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from heartbeats import alert_texts
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.core.status import HeartbeatState
 from heartbeats.models import AlertSeverity, Heartbeat
@@ -53,9 +55,8 @@ def parse_signal(signal: str) -> tuple[str, int | None]:
     if signal.isdigit() and 0 <= int(signal) <= 255:
         code = int(signal)
         return ("success" if code == 0 else "fail"), code
-    raise PingError(
-        "exit_status", f"expected start, fail or an exit status from 0 to 255, got {signal!r}"
-    )
+    message = gettext("expected start, fail or an exit status from 0 to 255, got %(signal)s")
+    raise PingError("exit_status", message % {"signal": repr(signal)})
 
 
 def record_ping(name: str, signal: str, *, now: datetime) -> Heartbeat:
@@ -64,7 +65,8 @@ def record_ping(name: str, signal: str, *, now: datetime) -> Heartbeat:
     with transaction.atomic():
         beat = Heartbeat.objects.select_for_update().filter(name=name, job__isnull=True).first()
         if beat is None:
-            raise PingError("name", f"no outside heartbeat is named {name!r}", status=404)
+            message = gettext("no outside heartbeat is named %(name)s") % {"name": repr(name)}
+            raise PingError("name", message, status=404)
         if kind == "start":
             Heartbeat.objects.filter(pk=beat.pk).update(last_started_at=now, updated_at=now)
         else:
@@ -88,15 +90,16 @@ def record_ping(name: str, signal: str, *, now: datetime) -> Heartbeat:
         if kind == "fail" and not beat.paused:
             streak, threshold = beat.consecutive_failures, beat.alert_after_failures
             if threshold is None or streak >= threshold:
+                title, message = alert_texts.ping_failed_alert(beat.name, result=beat.last_result)
                 raise_alert(
                     failed_key(beat.pk),
                     severity=AlertSeverity.WARNING if threshold is None else AlertSeverity.CRITICAL,
-                    title=f"Run '{beat.name}' failed",
-                    message=f"{beat.name} reported a failure ({beat.last_result or 'fail'})",
+                    title=title,
+                    message=message,
                     now=now,
                 )
         elif kind == "success":
-            notice = f"{beat.name} reported success again."
+            notice = alert_texts.ping_succeeded_again(beat.name)
             resolve_alert(failed_key(beat.pk), message=notice, now=now)
             resolve_alert(overdue_alert_key(beat.pk), message=notice, now=now)
     return beat
@@ -107,7 +110,8 @@ def record_ping(name: str, signal: str, *, now: datetime) -> Heartbeat:
 def ping_view(request: HttpRequest, name: str, signal: str = "") -> JsonResponse:
     token = getattr(settings, "TAKT_PING_TOKEN", "")
     if token and request.headers.get("Authorization", "") != f"Bearer {token}":
-        return JsonResponse({"authorization": "a valid bearer token is required"}, status=401)
+        required = gettext("a valid bearer token is required")
+        return JsonResponse({"authorization": required}, status=401)
     try:
         beat = record_ping(name, signal, now=timezone.now())
     except PingError as exc:

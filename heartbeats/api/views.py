@@ -22,6 +22,7 @@ from typing import Any
 from django.db.models import Case, CharField, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import (
@@ -39,6 +40,7 @@ from heartbeats.alerts import mark_seen
 from heartbeats.api.ping import ping_view
 from heartbeats.core.status import compute_deadline_at, operations_label
 from heartbeats.models import STATE_CHOICES, Alert, AlertSeverity, Heartbeat
+from jobs.api.base import TaktApi
 
 # Takt's own processes report as outside heartbeats under these names
 # (heartbeats.processes): `worker:<worker name>` and `beat@<host>`.
@@ -156,6 +158,7 @@ class HeartbeatFilter(filters.FilterSet):
     retrieve=extend_schema(responses={200: HeartbeatSerializer, **NOT_FOUND, **REFUSED}),
 )
 class HeartbeatViewSet(
+    TaktApi,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.UpdateModelMixin,
@@ -184,7 +187,7 @@ class HeartbeatViewSet(
         changes = dict(body.validated_data)
         allowed = ("paused", *(JOB_SETTINGS if beat.job_id else OUTSIDE_SETTINGS))
         refused = {
-            field: ["set by the job (its heartbeat deadline)"]
+            field: [gettext("set by the job (its heartbeat deadline)")]
             for field in changes
             if field not in allowed
         }
@@ -244,13 +247,13 @@ class AlertFilter(filters.FilterSet):
     list=extend_schema(responses={200: AlertSerializer(many=True), **INVALID, **REFUSED}),
     retrieve=extend_schema(responses={200: AlertSerializer, **NOT_FOUND, **REFUSED}),
 )
-class AlertViewSet(viewsets.ReadOnlyModelViewSet):
+class AlertViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
     """Alerts, most recently seen first: one per key; a repeat raises its
     count and marks it unseen again (F-62)."""
 
     serializer_class = AlertSerializer
     filterset_class = AlertFilter
-    action_perms = {"seen": ["heartbeats.change_alert"]}
+    action_perms = {"seen": ["takt_heartbeats.change_alert"]}
 
     def get_queryset(self) -> QuerySet[Alert]:
         return Alert.objects.order_by("-last_seen_at", "-id")

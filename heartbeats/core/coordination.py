@@ -6,7 +6,7 @@ lock: its concurrency group, the exclusive slot (F-31) and the global limit
 place in the checklist; heartbeats/explaining.py gathers the facts.
 
 The rules are the engine's own: `compute_slots`, `condition_met` and
-`condition_text` of runs/core/start.py, asked about a new run of the job
+`condition_message` of runs/core/start.py, asked about a new run of the job
 against the slots held now. Each slot check names the runs that hold the
 slots (a "reserved" one belongs to a waiting run that is about to start,
 or to an exclusive run waiting for the groups to drain) and the job's own
@@ -19,15 +19,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from heartbeats.core.check import Check, or_words, ordinal
+from heartbeats.core.check import (
+    Check,
+    Joined,
+    Phrase,
+    or_phrase,
+    ordinal_phrase,
+    phrase,
+    said,
+    said_phrase,
+)
+from jobs.core.cron import gettext_noop
 from runs.core.start import (
     Condition,
     SlotFacts,
     SlotNeeds,
     Wait,
     compute_slots,
+    condition_message,
     condition_met,
-    condition_text,
 )
 
 # A slot check lists at most this many holders, then "and N more".
@@ -44,13 +54,13 @@ class ParentFacts:
     paused: bool = False
     has_trigger: bool = True  # an enabled trigger of its own (a schedule or a dependency)
     next_run_at: datetime | None = None  # its soonest fire time
-    starts: tuple[str, ...] = ()  # its dependencies: "when job 'Import' (#2) ends succeeded"
+    starts: tuple[object, ...] = ()  # its dependencies: "when job 'Import' (#2) ends succeeded"
     position: int = 0  # this child's place among its enabled children, from 1 (0: disabled)
     siblings: int = 0  # its enabled children
     stop_on_failure: bool = True
     running_run: int | None = None  # its run that is running now
     last_run: int | None = None  # its latest finished run …
-    last_status: str = ""
+    last_status: object = ""  # "timed out" (a Phrase, or text)
     last_message: str = ""
 
 
@@ -68,7 +78,7 @@ class ConditionFacts:
     condition: Condition  # its variable's name, the accepted values, consume
     value: int | None  # None: the variable is gone
     changed_at: datetime | None = None
-    changed_by: str = ""  # "run #40 of job 'Import' (#3)", "ops (by hand)"
+    changed_by: object = ""  # "run #40 of job 'Import' (#3)", "ops (by hand)"
     writers: tuple[str, ...] = ()  # the jobs whose runs write it, in words
 
 
@@ -98,61 +108,116 @@ class SlotsFacts:
 
 def parent_check(parent: ParentFacts) -> Check:
     """A child has no trigger of its own: what starts it is its parent's run."""
-    base = f"child of job {parent.job}: it runs only as part of its parent's run"
+    job = parent.job
     if not parent.enabled:
-        return Check("parent", False, f"{base}, and the parent is disabled")
-    if parent.paused:
-        return Check("parent", False, f"{base}, and the parent is paused")
-    if not parent.has_trigger:
-        return Check(
-            "parent",
-            False,
-            f"{base}, and the parent has no enabled trigger: it runs only when the parent"
-            " is started by hand, the API or enqueue_job",
+        detail = gettext_noop(
+            "child of job %(job)s: it runs only as part of its parent's run,"
+            " and the parent is disabled"
         )
-    detail = base
+        return said("parent", False, detail, job=job)
+    if parent.paused:
+        detail = gettext_noop(
+            "child of job %(job)s: it runs only as part of its parent's run,"
+            " and the parent is paused"
+        )
+        return said("parent", False, detail, job=job)
+    if not parent.has_trigger:
+        detail = gettext_noop(
+            "child of job %(job)s: it runs only as part of its parent's run, and the parent"
+            " has no enabled trigger: it runs only when the parent is started by hand, the API"
+            " or enqueue_job"
+        )
+        return said("parent", False, detail, job=job)
+    words = phrase(
+        gettext_noop("child of job %(job)s: it runs only as part of its parent's run"), job=job
+    )
     if parent.position:
-        detail += f", {ordinal(parent.position)} of its {_children(parent.siblings)}"
-    detail += f" ({_stop_words(parent.stop_on_failure)})"
+        words = phrase(
+            gettext_noop("%(before)s, %(position)s of its %(children)s"),
+            before=words,
+            position=ordinal_phrase(parent.position),
+            children=_children(parent.siblings),
+        )
+    words = phrase(
+        gettext_noop("%(before)s (%(stop)s)"),
+        before=words,
+        stop=_stop_words(parent.stop_on_failure),
+    )
     if parent.running_run is not None:
-        detail += f"; the parent's run #{parent.running_run} is running now"
+        words = phrase(
+            gettext_noop("%(before)s; the parent's run #%(run)s is running now"),
+            before=words,
+            run=parent.running_run,
+        )
     if parent.last_run is not None:
         message = parent.last_message[:MESSAGE_SHOWN]
-        detail += f"; the parent's last run #{parent.last_run} ended {parent.last_status}"
-        detail += f" ({message})" if message else ""
+        values = {"before": words, "run": parent.last_run, "status": parent.last_status}
+        words = (
+            phrase(
+                gettext_noop("%(before)s; the parent's last run #%(run)s ended %(status)s"),
+                **values,
+            )
+            if not message
+            else phrase(
+                gettext_noop(
+                    "%(before)s; the parent's last run #%(run)s ended %(status)s (%(text)s)"
+                ),
+                text=message,
+                **values,
+            )
+        )
     if parent.starts:
-        detail += f"; the parent starts {or_words(parent.starts)}"
+        words = phrase(
+            gettext_noop("%(before)s; the parent starts %(starts)s"),
+            before=words,
+            starts=or_phrase(parent.starts),
+        )
     if parent.next_run_at is not None:
-        return Check("parent", True, f"{detail}; the parent runs next at", at=parent.next_run_at)
-    return Check("parent", True, detail)
+        words = phrase(gettext_noop("%(before)s; the parent runs next at"), before=words)
+        return said_phrase("parent", True, words, at=parent.next_run_at)
+    return said_phrase("parent", True, words)
 
 
 def children_check(children: ChildrenFacts) -> Check:
     """A parent's run runs its children, not its own target."""
-    disabled = f"; {children.disabled} disabled child(ren) skipped" if children.disabled else ""
+    disabled: Phrase | str = ""
+    if children.disabled:
+        disabled = phrase(
+            gettext_noop("; %(count)s disabled child(ren) skipped"), count=children.disabled
+        )
     if not children.enabled:
-        return Check(
+        return said(
             "children",
             True,
-            f"a parent with no enabled child: its run ends succeeded at once{disabled}",
+            gettext_noop(
+                "a parent with no enabled child: its run ends succeeded at once%(disabled)s"
+            ),
+            disabled=disabled,
         )
-    return Check(
+    return said(
         "children",
         True,
-        f"a parent: its run runs its {_children(len(children.enabled))} in order,"
-        f" {', '.join(children.enabled)}, each as a run of its own"
-        f" ({_stop_words(children.stop_on_failure)}){disabled}; its own target is not called",
+        gettext_noop(
+            "a parent: its run runs its %(children)s in order, %(names)s, each as a run of its"
+            " own (%(stop)s)%(disabled)s; its own target is not called"
+        ),
+        children=_children(len(children.enabled)),
+        names=", ".join(children.enabled),
+        stop=_stop_words(children.stop_on_failure),
+        disabled=disabled,
     )
 
 
-def _children(n: int) -> str:
-    return f"{n} enabled {'child' if n == 1 else 'children'}"
+def _children(n: int) -> Phrase:
+    if n == 1:
+        return phrase(gettext_noop("%(count)s enabled child"), count=n)
+    return phrase(gettext_noop("%(count)s enabled children"), count=n)
 
 
-def _stop_words(stop_on_failure: bool) -> str:
+def _stop_words(stop_on_failure: bool) -> Phrase:
     if stop_on_failure:
-        return "a failed child stops the ones after it"
-    return "every child runs, whatever the ones before it did"
+        return phrase(gettext_noop("a failed child stops the ones after it"))
+    return phrase(gettext_noop("every child runs, whatever the ones before it did"))
 
 
 # --- the condition (F-32) --------------------------------------------------------
@@ -160,33 +225,44 @@ def _stop_words(stop_on_failure: bool) -> str:
 
 def condition_check(facts: ConditionFacts) -> Check:
     condition = facts.condition
-    consume = (
-        "; consumed: a run that starts sets it back to -1, so one result starts one run"
-        if condition.consume
-        else ""
-    )
+    consume: Phrase | str = ""
+    if condition.consume:
+        consume = phrase(
+            gettext_noop(
+                "; consumed: a run that starts sets it back to -1, so one result starts one run"
+            )
+        )
     if condition_met(condition, facts.value):
-        return Check(
+        return said(
             "condition",
             True,
-            f"variable {condition.variable!r} is {facts.value},"
-            f" one of {or_words(condition.accepted)}{consume}",
+            gettext_noop("variable %(variable)s is %(value)s, one of %(accepted)s%(consume)s"),
+            variable=repr(condition.variable),
+            value=facts.value,
+            accepted=or_phrase(condition.accepted),
+            consume=consume,
         )
     if not facts.writers:
-        writers = "no job writes it (only an operator sets it)"
+        writers = phrase(gettext_noop("no job writes it (only an operator sets it)"))
+    elif len(facts.writers) == 1:
+        writers = phrase(gettext_noop("written by job %(jobs)s"), jobs=facts.writers[0])
     else:
-        jobs = "job" if len(facts.writers) == 1 else "jobs"
-        writers = f"written by {jobs} {', '.join(facts.writers)}"
-    detail = (
-        f"{condition_text(condition, facts.value)}; {writers}; until it is met its fire times"
-        " pass without a run, a dependency's or parent's run of it ends skipped and Run now is"
-        f" refused{consume}"
+        writers = phrase(gettext_noop("written by jobs %(jobs)s"), jobs=", ".join(facts.writers))
+    words = phrase(
+        gettext_noop(
+            "%(reason)s; %(writers)s; until it is met its fire times pass without a run, a"
+            " dependency's or parent's run of it ends skipped and Run now is refused%(consume)s"
+        ),
+        reason=Phrase(*condition_message(condition, facts.value)),
+        writers=writers,
+        consume=consume,
     )
     if facts.changed_by and facts.changed_at is not None:
-        return Check(
-            "condition", False, f"{detail}; set by {facts.changed_by} at", at=facts.changed_at
+        words = phrase(
+            gettext_noop("%(before)s; set by %(who)s at"), before=words, who=facts.changed_by
         )
-    return Check("condition", False, detail)
+        return said_phrase("condition", False, words, at=facts.changed_at)
+    return said_phrase("condition", False, words)
 
 
 # --- slots: the group, the exclusive slot, the global limit (F-31, F-34) ---------
@@ -213,36 +289,66 @@ def _waiters(waiting: Sequence[tuple[int, str]], wait: Wait) -> list[int]:
 
 def _group(slots: SlotsFacts, mine: list[int]) -> Check:
     needs, holders = slots.needs, slots.group
-    decision = compute_slots(
-        SlotNeeds(group=needs.group, group_limit=needs.group_limit), SlotFacts(group=len(holders))
+    facts = SlotFacts(group=len(holders))
+    decision = compute_slots(SlotNeeds(group=needs.group, group_limit=needs.group_limit), facts)
+    name = phrase(
+        gettext_noop("%(group)s (limit %(limit)s)"),
+        group=repr(slots.group_name),
+        limit=needs.group_limit,
     )
-    name = f"{slots.group_name!r} (limit {needs.group_limit})"
     if decision.wait is None:
-        taken = f"{len(holders)} of {needs.group_limit} slot(s) taken"
-        detail = f"{name}: {taken}" + (f", by {_listing(holders)}" if holders else "")
+        words = phrase(
+            gettext_noop("%(name)s: %(count)s of %(limit)s slot(s) taken"),
+            name=name,
+            count=len(holders),
+            limit=needs.group_limit,
+        )
+        if holders:
+            words = phrase(
+                gettext_noop("%(before)s, by %(holders)s"), before=words, holders=_listing(holders)
+            )
         if mine:
-            detail += f"; run #{mine[0]} of this job waits for one: it is sent by the next tick"
-        return Check("group", True, detail)
-    detail = (
-        f"{name}: {decision.reason}, by {_listing(holders)}; a new run waits (held) for a slot,"
-        " and is never skipped for it"
+            words = phrase(_SENT_NEXT_TICK, before=words, run=mine[0])
+        return said_phrase("group", True, words)
+    words = phrase(
+        gettext_noop(
+            "%(name)s: %(reason)s, by %(holders)s; a new run waits (held) for a slot,"
+            " and is never skipped for it"
+        ),
+        name=name,
+        reason=_reason(decision.reason, facts, needs),
+        holders=_listing(holders),
     )
     if mine:
-        detail += f"; run #{mine[0]} of this job waits for one"
-    return Check("group", False, detail)
+        words = phrase(_WAITS_FOR_ONE, before=words, run=mine[0])
+    return said_phrase("group", False, words)
+
+
+# The clauses that name a run of this job waiting for a slot.
+_SENT_NEXT_TICK = gettext_noop(
+    "%(before)s; run #%(run)s of this job waits for one: it is sent by the next tick"
+)
+_WAITS_FOR_ONE = gettext_noop("%(before)s; run #%(run)s of this job waits for one")
+_WAITS_SENT_NEXT_TICK = gettext_noop(
+    "%(before)s; run #%(run)s of this job waits: it is sent by the next tick"
+)
 
 
 def _exclusive_for_group(slots: SlotsFacts) -> Check:
     """A grouped job: an exclusive run (running, or waiting for the groups
     to drain) holds every group back."""
     needs, holders = slots.needs, slots.exclusive
-    decision = compute_slots(
-        SlotNeeds(group=needs.group, group_limit=needs.group_limit),
-        SlotFacts(exclusive=len(holders)),
-    )
+    facts = SlotFacts(exclusive=len(holders))
+    decision = compute_slots(SlotNeeds(group=needs.group, group_limit=needs.group_limit), facts)
     if decision.wait is None:
-        return Check("exclusive", True, "no exclusive run holds the groups back")
-    return Check("exclusive", False, f"{decision.reason} ({_listing(holders)})")
+        return said("exclusive", True, gettext_noop("no exclusive run holds the groups back"))
+    return said(
+        "exclusive",
+        False,
+        gettext_noop("%(reason)s (%(holders)s)"),
+        reason=_reason(decision.reason, facts, needs),
+        holders=_listing(holders),
+    )
 
 
 def _exclusive_job(slots: SlotsFacts, mine: list[int]) -> Check:
@@ -250,54 +356,111 @@ def _exclusive_job(slots: SlotsFacts, mine: list[int]) -> Check:
     exclusive run holds a slot, and then holds every group back."""
     others = tuple(h for h in slots.exclusive if not h.own)
     grouped = tuple(h for h in slots.grouped if not h.own)
-    decision = compute_slots(
-        SlotNeeds(exclusive=True), SlotFacts(exclusive=len(others), grouped=len(grouped))
-    )
-    waits = f"; run #{mine[0]} of this job waits" if mine else ""
+    needs = SlotNeeds(exclusive=True)
+    facts = SlotFacts(exclusive=len(others), grouped=len(grouped))
+    decision = compute_slots(needs, facts)
     if decision.wait is None:
-        detail = (
-            "no grouped run and no other exclusive run: a run starts, and holds every group"
-            " back while it runs"
+        words = phrase(
+            gettext_noop(
+                "no grouped run and no other exclusive run: a run starts, and holds every group"
+                " back while it runs"
+            )
         )
         if mine:
-            detail += f"; run #{mine[0]} of this job waits: it is sent by the next tick"
-        return Check("exclusive", True, detail)
+            words = phrase(_WAITS_SENT_NEXT_TICK, before=words, run=mine[0])
+        return said_phrase("exclusive", True, words)
     if others:
-        return Check("exclusive", False, f"{decision.reason} ({_listing(others)}){waits}")
-    return Check(
-        "exclusive",
-        False,
-        f"{decision.reason.removeprefix('exclusive: ')}: {_listing(grouped)}; a run of this"
-        f" job that waits for them reserves the exclusive slot, so no new grouped run starts"
-        f" meanwhile{waits}",
-    )
+        words = phrase(
+            gettext_noop("%(reason)s (%(holders)s)"),
+            reason=_reason(decision.reason, facts, needs),
+            holders=_listing(others),
+        )
+    else:
+        words = phrase(
+            gettext_noop(
+                "%(count)s grouped run(s) must end first: %(holders)s; a run of this job that"
+                " waits for them reserves the exclusive slot, so no new grouped run starts"
+                " meanwhile"
+            ),
+            count=len(grouped),
+            holders=_listing(grouped),
+        )
+    if mine:
+        words = phrase(
+            gettext_noop("%(before)s; run #%(run)s of this job waits"), before=words, run=mine[0]
+        )
+    return said_phrase("exclusive", False, words)
 
 
 def _global_limit(slots: SlotsFacts, mine: list[int]) -> Check:
     limit = slots.needs.global_limit
     holders = slots.running
-    decision = compute_slots(SlotNeeds(global_limit=limit), SlotFacts(running=len(holders)))
+    needs, facts = SlotNeeds(global_limit=limit), SlotFacts(running=len(holders))
+    decision = compute_slots(needs, facts)
     if decision.wait is None:
-        detail = f"{len(holders)} of TAKT_MAX_CONCURRENCY={limit} running"
+        words = phrase(
+            gettext_noop("%(count)s of TAKT_MAX_CONCURRENCY=%(limit)s running"),
+            count=len(holders),
+            limit=limit,
+        )
         if mine:
-            detail += f"; run #{mine[0]} of this job waits: it is sent by the next tick"
-        return Check("global limit", True, detail)
-    detail = f"{decision.reason}: {_listing(holders)}; a new run waits (held) for a slot"
+            words = phrase(_WAITS_SENT_NEXT_TICK, before=words, run=mine[0])
+        return said_phrase("global limit", True, words)
+    words = phrase(
+        gettext_noop("%(reason)s: %(holders)s; a new run waits (held) for a slot"),
+        reason=_reason(decision.reason, facts, needs),
+        holders=_listing(holders),
+    )
     if mine:
-        detail += f"; run #{mine[0]} of this job waits for one"
-    return Check("global limit", False, detail)
+        words = phrase(_WAITS_FOR_ONE, before=words, run=mine[0])
+    return said_phrase("global limit", False, words)
 
 
-def _listing(holders: Sequence[SlotHolder]) -> str:
-    shown = [_holder(h) for h in holders[:HOLDERS_SHOWN]]
-    more = len(holders) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+def _reason(reason: str, facts: SlotFacts, needs: SlotNeeds) -> Phrase | str:
+    """The engine's reason (runs.core.start.compute_slots, English) as a
+    marked phrase; the engine's own words when they differ from every one."""
+    candidates = (
+        phrase(gettext_noop("another exclusive job runs or waits")),
+        phrase(gettext_noop("an exclusive job runs or waits: every group waits")),
+        phrase(
+            gettext_noop("its group is full (%(count)s of %(limit)s running)"),
+            count=facts.group,
+            limit=needs.group_limit,
+        ),
+        phrase(
+            gettext_noop(
+                "the global limit is reached (%(count)s of TAKT_MAX_CONCURRENCY=%(limit)s running)"
+            ),
+            count=facts.running,
+            limit=needs.global_limit,
+        ),
+    )
+    return next((words for words in candidates if str(words) == reason), reason)
 
 
-def _holder(holder: SlotHolder) -> str:
-    run = f"run #{holder.run_id}" if holder.run_id is not None else "a run"
-    if holder.own:
-        run += " of this job"
+def _listing(holders: Sequence[SlotHolder]) -> Joined | Phrase:
+    shown = Joined(tuple(_holder(h) for h in holders[:HOLDERS_SHOWN]))
+    more = len(holders) - len(shown.items)
+    if more > 0:
+        return phrase(gettext_noop("%(holders)s and %(count)s more"), holders=shown, count=more)
+    return shown
+
+
+def _holder(holder: SlotHolder) -> Phrase:
+    values: dict[str, object] = {"run": holder.run_id, "job": holder.job}
+    if holder.run_id is not None:
+        if holder.own:
+            words = phrase(gettext_noop("run #%(run)s of this job"), **values)
+        elif holder.job:
+            words = phrase(gettext_noop("run #%(run)s of job %(job)s"), **values)
+        else:
+            words = phrase(gettext_noop("run #%(run)s"), **values)
+    elif holder.own:
+        words = phrase(gettext_noop("a run of this job"))
     elif holder.job:
-        run += f" of job {holder.job}"
-    return run + (" (reserved)" if holder.reserved else "")
+        words = phrase(gettext_noop("a run of job %(job)s"), job=holder.job)
+    else:
+        words = phrase(gettext_noop("a run"))
+    if holder.reserved:
+        return phrase(gettext_noop("%(before)s (reserved)"), before=words)
+    return words

@@ -33,7 +33,8 @@ The checks, in the order the scheduler applies them:
 dependencies (they fire on another job's end, never by the clock, and
 ignore weekdays and windows). 11 and 13-15 are there when they apply (a
 condition, a group, exclusive, the global limit set; a parent takes no
-slot). 8-10 are written in heartbeats/core/triggers.py; 7, 11 and 13-15
+slot). 8-10 are written in heartbeats/core/triggers.py, 12 in
+heartbeats/core/runs.py; 7, 11 and 13-15
 in heartbeats/core/coordination.py, with the engine's rules
 (runs/core/start.py).
 
@@ -47,9 +48,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from heartbeats.core.check import Check
+from heartbeats.core.check import Check, Phrase, phrase, said
 from heartbeats.core.coordination import (
     ChildrenFacts,
     ConditionFacts,
@@ -60,9 +61,13 @@ from heartbeats.core.coordination import (
     parent_check,
     slot_checks,
 )
+from heartbeats.core.runs import QUEUED_STUCK_AFTER, WAITING_WORDS, RunFacts, active_runs_check
 from heartbeats.core.triggers import TriggerFacts, compute_trigger_checks
+from jobs.core.cron import gettext_noop
 
 __all__ = [
+    "QUEUED_STUCK_AFTER",
+    "WAITING_WORDS",
     "BeatFacts",
     "Check",
     "Explanation",
@@ -72,38 +77,11 @@ __all__ = [
     "explain",
 ]
 
-# A queued, published run that no worker started for this long is stuck.
-QUEUED_STUCK_AFTER = timedelta(seconds=60)
-
-# What a held run waits for besides its job (Run.waiting_for), in words.
-WAITING_WORDS = {
-    "group": "waiting for a slot of its concurrency group",
-    "exclusive": "waiting for every group to drain (exclusive)",
-    "limit": "waiting for a slot under TAKT_MAX_CONCURRENCY",
-}
-
 
 @dataclass(frozen=True)
 class BeatFacts:
     name: str
     scheduler_enabled: bool
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """An active run of the job: `since` is when it started (running) or
-    when it was due (queued)."""
-
-    run_id: int
-    status: str  # "queued" or "running"
-    since: datetime
-    worker: str = ""
-    lock_alive: bool = True  # running: its worker still holds the job's lock
-    held: bool = False  # queued: waiting for the running run (buffer policies), or a slot
-    waiting_for: str = ""  # held for a slot: "group", "exclusive" or "limit"
-    # A parent's running run (F-04) holds no lock while its children run:
-    # its active child run, in words ("run #42 of job 'Import' (#4), queued").
-    child: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,7 +123,7 @@ class Explanation:
     next_run_at: datetime | None = None
     # What starts it when not only its own clock does: "when job 'Import'
     # (#3) ends succeeded", "as part of its parent 'Nightly' (#2)'s run".
-    starts: str = ""
+    starts: object = ""  # a Phrase (str(): the English), or ""
 
     @property
     def holding_back(self) -> Check | None:
@@ -183,7 +161,9 @@ def explain(facts: JobFacts, *, now: datetime) -> Explanation:
     if facts.parent is not None:
         checks.append(parent_check(facts.parent))
         soonest = facts.parent.next_run_at
-        starts = f"as part of its parent {facts.parent.job}'s run"
+        starts: object = phrase(
+            gettext_noop("as part of its parent %(job)s's run"), job=facts.parent.job
+        )
     else:
         if facts.children is not None:
             checks.append(children_check(facts.children))
@@ -193,7 +173,15 @@ def explain(facts: JobFacts, *, now: datetime) -> Explanation:
         checks += trigger_checks
     if facts.condition is not None:
         checks.append(condition_check(facts.condition))
-    checks.append(_active_runs(facts, now=now))
+    checks.append(
+        active_runs_check(
+            facts.active_runs,
+            overlap_policy=facts.overlap_policy,
+            max_instances=facts.max_instances,
+            lock_ttl_s=facts.lock_ttl_s,
+            now=now,
+        )
+    )
     if facts.slots is not None:
         waiting = [(r.run_id, r.waiting_for) for r in facts.active_runs if r.waiting_for]
         checks += slot_checks(facts.slots, waiting)
@@ -203,17 +191,22 @@ def explain(facts: JobFacts, *, now: datetime) -> Explanation:
 
 def _enabled(facts: JobFacts) -> Check:
     if facts.enabled:
-        return Check("enabled", True, "yes")
+        return said("enabled", True, gettext_noop("yes"))
     if facts.max_runs and facts.runs_done >= facts.max_runs:
-        return Check(
+        return said(
             "enabled",
             False,
-            f"disabled: it reached its run limit of {facts.max_runs} runs"
-            " (raise or clear the limit, then enable it)",
+            gettext_noop(
+                "disabled: it reached its run limit of %(max_runs)s runs"
+                " (raise or clear the limit, then enable it)"
+            ),
+            max_runs=facts.max_runs,
         )
     if facts.parent is not None:
-        return Check("enabled", False, "the job is disabled: its parent's runs skip it")
-    return Check("enabled", False, "the job is disabled; Run now still works")
+        return said(
+            "enabled", False, gettext_noop("the job is disabled: its parent's runs skip it")
+        )
+    return said("enabled", False, gettext_noop("the job is disabled; Run now still works"))
 
 
 def _beats(facts: JobFacts) -> list[Check]:
@@ -221,145 +214,161 @@ def _beats(facts: JobFacts) -> list[Check]:
         return []
     if not facts.beats:
         return [
-            Check(
+            said(
                 "beat",
                 False,
-                "no live beat: nothing is dispatched by schedule"
-                " (start one: celery -A scheduler_project beat -S runs.beat:TaktScheduler)",
+                gettext_noop(
+                    "no live beat: nothing is dispatched by schedule (start one: %(command)s)"
+                ),
+                command="celery -A scheduler_project beat -S runs.beat:TaktScheduler",
             )
         ]
     on = [b.name for b in facts.beats if b.scheduler_enabled]
     off = [b.name for b in facts.beats if not b.scheduler_enabled]
-    live = Check(
-        "beat", True, f"{len(facts.beats)} live: " + ", ".join(b.name for b in facts.beats)
+    live = said(
+        "beat",
+        True,
+        gettext_noop("%(count)s live: %(names)s"),
+        count=len(facts.beats),
+        names=", ".join(b.name for b in facts.beats),
     )
     if not on:
-        detail = "every live beat has its scheduler switched off (TAKT_SCHEDULER_ENABLED=false): "
-        return [live, Check("scheduler switch", False, detail + ", ".join(off))]
-    detail = "on in " + ", ".join(on) + (f"; off in {', '.join(off)}" if off else "")
-    return [live, Check("scheduler switch", True, detail)]
+        detail = gettext_noop(
+            "every live beat has its scheduler switched off (TAKT_SCHEDULER_ENABLED=false): %(off)s"
+        )
+        return [live, said("scheduler switch", False, detail, off=", ".join(off))]
+    if off:
+        switch = said(
+            "scheduler switch",
+            True,
+            gettext_noop("on in %(on)s; off in %(off)s"),
+            on=", ".join(on),
+            off=", ".join(off),
+        )
+    else:
+        switch = said("scheduler switch", True, gettext_noop("on in %(on)s"), on=", ".join(on))
+    return [live, switch]
 
 
 def _queue(facts: JobFacts) -> Check:
     if not facts.queue_paused:
-        return Check("queue", True, "running")
+        return said("queue", True, gettext_noop("running"))
     note = f": {facts.queue_pause_note}" if facts.queue_pause_note else ""
-    until = "; it resumes by itself at" if facts.queue_paused_until else ""
+    until = _resumes_words(facts.queue_paused_until)
     if facts.allowed_during_maintenance:
-        return Check(
+        return said(
             "queue",
             True,
-            f"the queue is paused{note}, but target {facts.target!r} is on the maintenance"
-            f" allow-list: its runs start while the queue is paused{until}",
+            gettext_noop(
+                "the queue is paused%(note)s, but target %(target)s is on the maintenance"
+                " allow-list: its runs start while the queue is paused%(until)s"
+            ),
             at=facts.queue_paused_until,
+            note=note,
+            target=repr(facts.target),
+            until=until,
         )
-    return Check("queue", False, f"the queue is paused{note}{until}", at=facts.queue_paused_until)
+    return said(
+        "queue",
+        False,
+        gettext_noop("the queue is paused%(note)s%(until)s"),
+        at=facts.queue_paused_until,
+        note=note,
+        until=until,
+    )
+
+
+def _resumes_words(until: datetime | None) -> Phrase | str:
+    """The words before the time a pause ends by itself, if it does."""
+    return phrase(gettext_noop("; it resumes by itself at")) if until else ""
 
 
 def _maintenance(facts: JobFacts) -> Check:
     if not facts.maintenance:
-        return Check("maintenance", True, "off")
-    why = [facts.maintenance_note] if facts.maintenance_note else []
-    if facts.maintenance_lock_file:
-        why.append(f"the lock file {facts.maintenance_lock_file} exists")
-    source = f" ({'; '.join(why)})" if why else ""
+        return said("maintenance", True, gettext_noop("off"))
+    source: Phrase | str = ""
+    if facts.maintenance_note and facts.maintenance_lock_file:
+        source = phrase(
+            gettext_noop(" (%(note)s; the lock file %(path)s exists)"),
+            note=facts.maintenance_note,
+            path=facts.maintenance_lock_file,
+        )
+    elif facts.maintenance_lock_file:
+        source = phrase(
+            gettext_noop(" (the lock file %(path)s exists)"), path=facts.maintenance_lock_file
+        )
+    elif facts.maintenance_note:
+        source = f" ({facts.maintenance_note})"
     if facts.allowed_during_maintenance:
-        return Check(
+        return said(
             "maintenance",
             True,
-            f"maintenance mode is on{source}; target {facts.target!r} is on the maintenance"
-            " allow-list: its runs start",
+            gettext_noop(
+                "maintenance mode is on%(source)s; target %(target)s is on the maintenance"
+                " allow-list: its runs start"
+            ),
+            source=source,
+            target=repr(facts.target),
         )
-    listed = ", ".join(facts.allow_list) if facts.allow_list else "empty"
-    return Check(
+    listed = ", ".join(facts.allow_list) if facts.allow_list else phrase(gettext_noop("empty"))
+    return said(
         "maintenance",
         False,
-        f"maintenance mode is on{source}: target {facts.target!r} is not on the maintenance"
-        f" allow-list ({listed}), so every start is refused and recorded skipped"
-        " (manage.py maintenance_mode off ends it)",
+        gettext_noop(
+            "maintenance mode is on%(source)s: target %(target)s is not on the maintenance"
+            " allow-list (%(allowed)s), so every start is refused and recorded skipped"
+            " (manage.py maintenance_mode off ends it)"
+        ),
+        source=source,
+        target=repr(facts.target),
+        allowed=listed,
     )
 
 
 def _pause(facts: JobFacts) -> Check:
     if not facts.paused:
-        return Check("job pause", True, "not paused")
+        return said("job pause", True, gettext_noop("not paused"))
     note = f": {facts.pause_note}" if facts.pause_note else ""
-    until = "; it resumes by itself at" if facts.paused_until else ""
-    return Check("job pause", False, f"paused{note}{until}", at=facts.paused_until)
-
-
-def _active_runs(facts: JobFacts, *, now: datetime) -> Check:
-    running = [r for r in facts.active_runs if r.status == "running"]
-    waiting = [r for r in facts.active_runs if r.status == "queued"]
-    limit = facts.max_instances if facts.overlap_policy == "allow" else 1
-    busy = len(running) + len(waiting) >= limit and facts.overlap_policy != "cancel_other"
-    if not facts.active_runs:
-        return Check("active runs", True, "none")
-    if not busy:
-        return Check(
-            "active runs",
-            True,
-            f"{len(running)} running, {len(waiting)} waiting;"
-            f" overlap policy '{facts.overlap_policy}' lets a new run start",
-        )
-    return _blocking(facts, running, waiting, now=now)
+    return said(
+        "job pause",
+        False,
+        gettext_noop("paused%(note)s%(until)s"),
+        at=facts.paused_until,
+        note=note,
+        until=_resumes_words(facts.paused_until),
+    )
 
 
 def _worker_and_lock(facts: JobFacts) -> list[Check]:
     checks = []
     if facts.workers is not None:
         checks.append(
-            Check("worker", True, f"{facts.workers} live")
+            said("worker", True, gettext_noop("%(count)s live"), count=facts.workers)
             if facts.workers
-            else Check("worker", False, "no live worker: runs are queued but nothing executes them")
+            else said(
+                "worker",
+                False,
+                gettext_noop("no live worker: runs are queued but nothing executes them"),
+            )
         )
     active = {r.run_id for r in facts.active_runs if r.status == "running"}
     stale = [run_id for run_id in facts.lock_holders if run_id not in active]
     if stale:
         checks.append(
-            Check(
+            said(
                 "lock",
                 False,
-                f"held by run #{stale[0]}, which is not running (the lock lapses after its TTL)",
+                gettext_noop(
+                    "held by run #%(run)s, which is not running (the lock lapses after its TTL)"
+                ),
                 run_id=stale[0],
+                run=stale[0],
             )
         )
+    elif facts.lock_holders:
+        checks.append(
+            said("lock", True, gettext_noop("held by run #%(run)s"), run=facts.lock_holders[0])
+        )
     else:
-        holder = f"held by run #{facts.lock_holders[0]}" if facts.lock_holders else "free"
-        checks.append(Check("lock", True, holder))
+        checks.append(said("lock", True, gettext_noop("free")))
     return checks
-
-
-def _blocking(
-    facts: JobFacts, running: list[RunFacts], waiting: list[RunFacts], *, now: datetime
-) -> Check:
-    """The active run that holds new runs back, named, with what happens to
-    the next fire time under the job's overlap policy."""
-    effect = {
-        "skip": "the next fire time is recorded as skipped",
-        "buffer_one": "the next run waits until it ends",
-        "buffer_all": "new runs wait until it ends",
-        "allow": f"all {facts.max_instances} allowed runs are taken",
-    }.get(facts.overlap_policy, "a new run waits")
-    if running:
-        run = min(running, key=lambda r: r.since)
-        if run.child:
-            detail = (
-                f"run #{run.run_id} runs its children (now {run.child}); {effect}; running since"
-            )
-            return Check("active runs", False, detail, at=run.since, run_id=run.run_id)
-        where = f" on {run.worker}" if run.worker else ""
-        # A run takes its lock just after it starts: only a lock missing for
-        # longer than its lease says the worker is gone.
-        gone = not run.lock_alive and now - run.since > timedelta(seconds=facts.lock_ttl_s)
-        state = "; its worker is gone (its lock lapsed): it is recovered as lost" if gone else ""
-        detail = f"run #{run.run_id} is running{where}{state}; {effect}; running since"
-        return Check("active runs", False, detail, at=run.since, run_id=run.run_id)
-    run = min(waiting, key=lambda r: r.since)
-    stuck = "" if run.held or now - run.since < QUEUED_STUCK_AFTER else "; no worker has started it"
-    held = ""
-    if run.held:
-        slot = WAITING_WORDS.get(run.waiting_for)
-        held = f" (held, {slot})" if slot else " (held)"
-    detail = f"run #{run.run_id} is queued{held}{stuck}; {effect}; due since"
-    return Check("active runs", False, detail, at=run.since, run_id=run.run_id)

@@ -20,6 +20,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from jobs.core.cron import gettext_noop
+
 # The one run status that counts as a success; mirrors
 # runs.models.RunStatus.SUCCEEDED (the core cannot import Django models).
 OK_STATUS = "succeeded"
@@ -37,7 +39,21 @@ class HeartbeatState(StrEnum):
 # States that keep an overdue alert open (see heartbeats.services.check_overdue).
 OVERDUE_STATES = frozenset({HeartbeatState.LATE, HeartbeatState.DOWN})
 
-NO_REPORT_LABEL = "No run has reported yet"
+# Each state's label (English; heartbeats.labels shows it in the reader's language).
+STATE_LABELS = {
+    HeartbeatState.NEW: gettext_noop("new"),
+    HeartbeatState.UP: gettext_noop("up"),
+    HeartbeatState.LATE: gettext_noop("late"),
+    HeartbeatState.DOWN: gettext_noop("down"),
+    HeartbeatState.PAUSED: gettext_noop("paused"),
+    HeartbeatState.RUNNING: gettext_noop("running"),
+}
+
+# The operations page's state labels (F-64), English; translated where shown.
+NO_REPORT_LABEL = gettext_noop("No run has reported yet")
+OVERDUE_LABEL = gettext_noop("Overdue")
+FAILED_LABEL = gettext_noop("Last run failed")
+OK_LABEL = gettext_noop("OK")
 
 
 def compute_deadline_at(
@@ -128,10 +144,10 @@ def operations_label(
         last_run_at=last_run_at, last_started_at=None, running=False, deadline_s=deadline_s
     )
     if deadline_at is not None and now.astimezone(UTC) > deadline_at:
-        return "Overdue"
+        return OVERDUE_LABEL
     if last_status != OK_STATUS:
-        return "Last run failed"
-    return "OK"
+        return FAILED_LABEL
+    return OK_LABEL
 
 
 def _check(*, now: datetime, grace_s: int) -> None:

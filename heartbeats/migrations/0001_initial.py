@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("jobs", "0001_initial"),
+        ("takt_jobs", "0001_initial"),
     ]
 
     operations = [
@@ -43,7 +43,7 @@ class Migration(migrations.Migration):
                         null=True,
                         on_delete=django.db.models.deletion.SET_NULL,
                         related_name="heartbeat",
-                        to="jobs.job",
+                        to="takt_jobs.job",
                     ),
                 ),
             ],

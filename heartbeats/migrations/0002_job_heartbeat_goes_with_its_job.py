@@ -6,8 +6,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("heartbeats", "0001_initial"),
-        ("jobs", "0002_hello_world"),
+        ("takt_heartbeats", "0001_initial"),
+        ("takt_jobs", "0002_hello_world"),
     ]
 
     operations = [
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="heartbeat",
-                to="jobs.job",
+                to="takt_jobs.job",
             ),
         ),
     ]

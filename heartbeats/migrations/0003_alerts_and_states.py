@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("heartbeats", "0002_job_heartbeat_goes_with_its_job"),
+        ("takt_heartbeats", "0002_job_heartbeat_goes_with_its_job"),
     ]
 
     operations = [

@@ -9,13 +9,23 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.functional import lazy
 from django.utils.html import format_html_join
+from django.utils.translation import gettext as _
 
 from jobs import services
 from jobs.calendars import upcoming_days
 from jobs.models import HolidayCalendar
 
 CALENDAR_PREVIEW_COUNT = 10
+
+
+def _next_days_text() -> str:
+    return _("Next %(count)s days") % {"count": CALENDAR_PREVIEW_COUNT}
+
+
+# The column's heading, in the language of each request.
+_next_days_heading = lazy(_next_days_text, str)
 
 
 @admin.register(HolidayCalendar)
@@ -28,16 +38,16 @@ class HolidayCalendarAdmin(admin.ModelAdmin):
     fields = ("name", "description", ("country", "subdivision"), "extra_dates", "next_days")
     readonly_fields = ("next_days",)
 
-    @admin.display(description=f"Next {CALENDAR_PREVIEW_COUNT} days")
+    @admin.display(description=_next_days_heading())
     def next_days(self, obj: HolidayCalendar) -> str:
         if obj.pk is None:
-            return "Save to see the next days."
+            return _("Save to see the next days.")
         try:
             days = upcoming_days(obj, today=timezone.localdate(), count=CALENDAR_PREVIEW_COUNT)
         except ValidationError as exc:
             return "; ".join(exc.messages)
         if not days:
-            return "No days in the next 5 years."
+            return _("No days in the next 5 years.")
         return format_html_join("", "{} {}<br>", ((d.isoformat(), name) for d, name in days))
 
     def save_model(

@@ -17,6 +17,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from jobs.admin.display import EMPTY
 from jobs.admin.targets import TargetInput
@@ -51,7 +53,7 @@ def children_tree_html(job: Job) -> SafeString | str:
     below it, down to TREE_DEPTH levels: one query per level."""
     by_parent: dict[int, list[Job]] = {}
     level = [job.pk]
-    for _ in range(TREE_DEPTH):
+    for _level in range(TREE_DEPTH):
         children = list(
             Job.objects.filter(parent_id__in=level)
             .order_by("child_order", "pk")
@@ -71,14 +73,14 @@ def _tree(by_parent: dict[int, list[Job]], parent_id: int) -> SafeString | str:
         return ""
     items = format_html_join(
         "",
-        "<li><a href='{}'>{}</a> (#{}) <span class='takt-muted'>order {}{}</span>{}</li>",
+        "<li><a href='{}'>{}</a> (#{}) <span class='takt-muted'>{}{}</span>{}</li>",
         (
             (
-                reverse("admin:jobs_job_change", args=[child.pk]),
+                reverse("admin:takt_jobs_job_change", args=[child.pk]),
                 child.name,
                 child.pk,
-                child.child_order,
-                "" if child.enabled else " · disabled: skipped",
+                _("order %(order)s") % {"order": child.child_order},
+                "" if child.enabled else _(" · disabled: skipped"),
                 _tree(by_parent, child.pk),
             )
             for child in children
@@ -91,7 +93,7 @@ class GroupFilter(admin.SimpleListFilter):
     """The job list by concurrency group (F-31): each group, exclusive, or
     none. Shown once a group exists (one query: the groups)."""
 
-    title = "concurrency group"
+    title = gettext_lazy("concurrency group")
     parameter_name = "group"
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
@@ -100,7 +102,7 @@ class GroupFilter(admin.SimpleListFilter):
         ]
         if not groups:
             return []
-        return [*groups, ("exclusive", "exclusive"), ("none", "in no group")]
+        return [*groups, ("exclusive", _("exclusive")), ("none", _("in no group"))]
 
     def queryset(self, request: Any, queryset: QuerySet[Job]) -> QuerySet[Job]:
         value = self.value()
@@ -114,7 +116,7 @@ class GroupFilter(admin.SimpleListFilter):
 
 
 def jobs_in_group_url(group_id: int) -> str:
-    return reverse("admin:jobs_job_changelist") + f"?{GroupFilter.parameter_name}={group_id}"
+    return reverse("admin:takt_jobs_job_changelist") + f"?{GroupFilter.parameter_name}={group_id}"
 
 
 class AcceptedValues(forms.CharField):
@@ -136,7 +138,7 @@ class AcceptedValues(forms.CharField):
                 values.append(int(part))
             except ValueError:
                 raise forms.ValidationError(
-                    f"{part!r} is not a whole number: give values like 0, 200"
+                    _("%(value)r is not a whole number: give values like 0, 200") % {"value": part}
                 ) from None
         return values
 
@@ -149,16 +151,16 @@ class AcceptedValues(forms.CharField):
 
 class JobForm(forms.ModelForm):
     """The job editor's form: the condition's values as text; a child's
-    order 0 when left empty."""
+    order 0 and a Celery task's args [] when left empty."""
 
     condition_values = AcceptedValues(
         required=False,
-        label="Accepted values",
-        help_text="The values that let it start, separated by commas, e.g. 0, 200.",
+        label=gettext_lazy("Accepted values"),
+        help_text=gettext_lazy("The values that let it start, separated by commas, e.g. 0, 200."),
     )
     child_order = forms.IntegerField(
-        required=False, min_value=0, label="Order among its siblings",
-        help_text="Children run in this order (then by id).",
+        required=False, min_value=0, label=gettext_lazy("Order among its siblings"),
+        help_text=gettext_lazy("Children run in this order (then by id)."),
     )  # fmt: skip
 
     class Meta:
@@ -168,6 +170,11 @@ class JobForm(forms.ModelForm):
 
     def clean_child_order(self) -> int:
         return self.cleaned_data.get("child_order") or 0
+
+    def clean_args(self) -> Any:
+        """An emptied Args box means no positional arguments, not null."""
+        value = self.cleaned_data.get("args")
+        return [] if value is None else value
 
     def _update_errors(self, errors: ValidationError) -> None:
         """The model's errors, but none on a field the form refused already:
@@ -192,32 +199,31 @@ class CoordinationFields:
                 setattr(field.widget, name, value)
         return field
 
-    @admin.display(description="Group")
+    @admin.display(description=gettext_lazy("Group"))
     def group(self, obj: Job) -> Any:
         """F-31: the group's name with its colour; exclusive jobs say so."""
         if obj.exclusive:
             return format_html(
-                '<span class="takt-group takt-group-exclusive">{}</span>', "exclusive"
+                '<span class="takt-group takt-group-exclusive">{}</span>', _("exclusive")
             )
         group = obj.concurrency_group
         if group is None:
             return EMPTY
         return group_html(group)
 
-    @admin.display(description="Children")
+    @admin.display(description=gettext_lazy("Children"))
     def children_tree(self, obj: Job) -> Any:
         """F-04: the job's children in their order, with theirs below them."""
         return children_tree_html(obj) if obj.pk else EMPTY
 
-    @admin.display(description="Allowed during maintenance")
+    @admin.display(description=gettext_lazy("Allowed during maintenance"))
     def maintenance_allowed(self, obj: Job) -> str:
         """F-29: decided by the target's code, not here."""
         if allowed_in_maintenance(obj):
-            return (
-                f"yes: {obj.target} is registered with allowed_during_maintenance=True"
-                " (set in code)"
-            )
-        return (
+            return _(
+                "yes: %(target)s is registered with allowed_during_maintenance=True (set in code)"
+            ) % {"target": obj.target}
+        return _(
             "no: during maintenance only targets registered with"
             " @takt_job(..., allowed_during_maintenance=True) start (set in code)"
         )

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext, gettext_noop
 
 from runs.core.messages import utc_text
 
@@ -58,7 +59,7 @@ def time_html(
     )
 
 
-UNKNOWN_DURATION = "unknown"
+UNKNOWN_DURATION = gettext_noop("unknown")
 
 
 def run_duration_text(status: str, seconds: float | timedelta | None, *, empty: str = EMPTY) -> str:
@@ -66,7 +67,7 @@ def run_duration_text(status: str, seconds: float | timedelta | None, *, empty: 
     run: its worker died at some moment between its last lock renewal and
     the detection, so no duration is recorded (runs.ending.finish_run)."""
     if status == "lost":
-        return UNKNOWN_DURATION
+        return gettext(UNKNOWN_DURATION)
     return duration_text(seconds, empty=empty)
 
 
@@ -108,11 +109,18 @@ def badge_html(value: str, *, family: str = "status", label: str | None = None) 
 
 
 def status_badge(status: str) -> SafeString:
-    return badge_html(status, family="status")
+    """A run status's badge, its word in the active language (the CSS class
+    keeps the code)."""
+    from runs.models import status_word  # the admin is glue over the apps
+
+    return badge_html(status, family="status", label=status_word(status) if status else None)
 
 
 def state_badge(state: str) -> SafeString:
-    return badge_html(state, family="state")
+    """A heartbeat state's badge, its word in the active language."""
+    from heartbeats.labels import state_word  # imports this module: not at the top
+
+    return badge_html(state, family="state", label=state_word(state) if state else None)
 
 
 # A UTC time inside a message ("… ended succeeded at 2026-06-01 08:00:03

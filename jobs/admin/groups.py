@@ -19,11 +19,14 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from redis import RedisError
 
 from jobs.admin.coordination import group_html, jobs_in_group_url
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
+from jobs.templatetags.takt import JS_CATALOG
 from jobs.variables import PENDING, ResultCode
 from runs.models import Run, RunStatus, WaitingFor
 from runs.slots import exclusive_key, group_key, slot_holders
@@ -39,29 +42,34 @@ def holders_html(key: str) -> SafeString | str:
     try:
         holders = sorted((run_id, reserved) for run_id, reserved in slot_holders(key) if run_id)
     except RedisError as exc:
-        return f"unknown (Redis: {exc})"
+        return _("unknown (Redis: %(error)s)") % {"error": exc}
     if not holders:
-        return "none"
+        return _("none")
     shown = holders[:HOLDERS_SHOWN]
     names = dict(
         Run.objects.filter(pk__in=[run_id for run_id, _ in shown]).values_list("pk", "job__name")
     )
     links = format_html_join(
         ", ",
-        "<a href='{}'>run #{}</a> {}{}",
+        "<a href='{}'>{}</a> {}{}",
         (
             (
-                reverse("admin:runs_run_change", args=[run_id]),
-                run_id,
-                names.get(run_id, "(no longer stored)"),
-                " (reserved: starting)" if reserved else "",
+                reverse("admin:takt_runs_run_change", args=[run_id]),
+                _("run #%(id)s") % {"id": run_id},
+                names.get(run_id, _("(no longer stored)")),
+                _(" (reserved: starting)") if reserved else "",
             )
             for run_id, reserved in shown
         ),
     )
     if len(holders) > len(shown):
-        return format_html("{} and {} more", links, len(holders) - len(shown))
+        return and_more(links, len(holders) - len(shown))
     return links
+
+
+def and_more(links: SafeString, more: int) -> SafeString:
+    """`links` "and 3 more"."""
+    return format_html(_("{links} and {count} more"), links=links, count=more)
 
 
 def exclusive_holders_html() -> SafeString | str:
@@ -71,7 +79,7 @@ def exclusive_holders_html() -> SafeString | str:
 
 def waiting_runs_url(**filters: Any) -> str:
     """The run list filtered to the held runs waiting for a slot."""
-    return reverse("admin:runs_run_changelist") + "?" + urlencode(filters)
+    return reverse("admin:takt_runs_run_changelist") + "?" + urlencode(filters)
 
 
 def job_links(jobs: QuerySet[Job]) -> SafeString | str:
@@ -83,13 +91,12 @@ def job_links(jobs: QuerySet[Job]) -> SafeString | str:
         ", ",
         "<a href='{}'>{}</a> (#{})",
         (
-            (reverse("admin:jobs_job_change", args=[j.pk]), j.name, j.pk)
+            (reverse("admin:takt_jobs_job_change", args=[j.pk]), j.name, j.pk)
             for j in shown[:LINKED_JOBS]
         ),
     )
     if len(shown) > LINKED_JOBS:
-        more = jobs.count() - LINKED_JOBS
-        return format_html("{} and {} more", links, more)
+        return and_more(links, jobs.count() - LINKED_JOBS)
     return links
 
 
@@ -113,11 +120,11 @@ class ConcurrencyGroupAdmin(admin.ModelAdmin):
     search_fields = ("name",)
     fields = ("name", "colour", "limit", "description", "holders", "waiting", "members")
     readonly_fields = ("holders", "waiting", "members")
-    change_list_template = "admin/jobs/concurrencygroup/change_list.html"
+    change_list_template = "admin/takt_jobs/concurrencygroup/change_list.html"
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
+        js = (JS_CATALOG, *ADMIN_JS)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ConcurrencyGroup]:
         waiting = (
@@ -145,23 +152,23 @@ class ConcurrencyGroupAdmin(admin.ModelAdmin):
         extra = {**(extra_context or {}), "exclusive_holders": exclusive_holders_html()}
         return super().changelist_view(request, extra_context=extra)
 
-    @admin.display(description="Group", ordering="name")
+    @admin.display(description=gettext_lazy("Group"), ordering="name")
     def shown(self, obj: ConcurrencyGroup) -> Any:
         return group_html(obj)
 
-    @admin.display(description="Jobs", ordering="job_count")
+    @admin.display(description=gettext_lazy("Jobs"), ordering="job_count")
     def job_count(self, obj: ConcurrencyGroup) -> Any:
         count = int(getattr(obj, "job_count", 0))
         if not count:
             return "0"
         return format_html("<a href='{}'>{}</a>", jobs_in_group_url(obj.pk), count)
 
-    @admin.display(description="Running now")
+    @admin.display(description=gettext_lazy("Running now"))
     def holders(self, obj: ConcurrencyGroup) -> Any:
         """The runs holding (or reserved) the group's slots now, from Redis."""
         return holders_html(group_key(obj.pk)) if obj.pk else EMPTY
 
-    @admin.display(description="Waiting for a slot")
+    @admin.display(description=gettext_lazy("Waiting for a slot"))
     def waiting(self, obj: ConcurrencyGroup) -> Any:
         if obj.pk is None:
             return EMPTY
@@ -174,9 +181,10 @@ class ConcurrencyGroupAdmin(admin.ModelAdmin):
         if not count:
             return "0"
         url = waiting_runs_url(waiting="group", group=obj.pk)
-        return format_html("<a href='{}'>{} run{}</a>", url, count, "" if count == 1 else "s")
+        text = ngettext("%(count)d run", "%(count)d runs", count) % {"count": count}
+        return format_html("<a href='{}'>{}</a>", url, text)
 
-    @admin.display(description="Its jobs")
+    @admin.display(description=gettext_lazy("Its jobs"))
     def members(self, obj: ConcurrencyGroup) -> Any:
         return job_links(obj.jobs.order_by("name", "pk")) if obj.pk else EMPTY
 
@@ -186,8 +194,10 @@ class ResultVariableForm(forms.ModelForm):
         model = ResultVariable
         fields = ("name", "value", "description")
         help_texts = {
-            "value": "Set by the runs of the jobs that write it; change it here by hand if need"
-            " be (recorded as set by you). -1: not ended yet, or no result.",
+            "value": gettext_lazy(
+                "Set by the runs of the jobs that write it; change it here by hand if need"
+                " be (recorded as set by you). -1: not ended yet, or no result."
+            ),
         }
 
 
@@ -204,9 +214,9 @@ class ResultVariableAdmin(admin.ModelAdmin):
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
+        js = (JS_CATALOG, *ADMIN_JS)
 
-    @admin.display(description="Value", ordering="value")
+    @admin.display(description=gettext_lazy("Value"), ordering="value")
     def value_shown(self, obj: ResultVariable) -> Any:
         """The value; Takt's own codes (-1, -1001..-1005) with their meaning."""
         try:
@@ -217,30 +227,30 @@ class ResultVariableAdmin(admin.ModelAdmin):
             return str(obj.value)
         return format_html("{} <span class='takt-muted'>({})</span>", obj.value, meaning)
 
-    @admin.display(description="Changed", ordering="changed_at")
+    @admin.display(description=gettext_lazy("Changed"), ordering="changed_at")
     def changed(self, obj: ResultVariable) -> Any:
         return time_html(obj.changed_at) if obj.changed_at else EMPTY
 
-    @admin.display(description="Set by")
+    @admin.display(description=gettext_lazy("Set by"))
     def set_by(self, obj: ResultVariable) -> Any:
         """The run that last set it (linked, with its job), or the user."""
         if obj.changed_by_run is not None:
-            url = reverse("admin:runs_run_change", args=[obj.changed_by_run])
+            url = reverse("admin:takt_runs_run_change", args=[obj.changed_by_run])
             job = Run.objects.filter(pk=obj.changed_by_run).values_list("job__name", flat=True)
             name = job.first()
-            return format_html(
-                "<a href='{}'>run #{}</a>{}",
-                url,
-                obj.changed_by_run,
-                format_html(" of {}", name) if name else "",
+            link = format_html(
+                "<a href='{}'>{}</a>", url, _("run #%(id)s") % {"id": obj.changed_by_run}
             )
+            if not name:
+                return link
+            return format_html(_("{run} of {job}"), run=link, job=name)
         return obj.changed_by or EMPTY
 
-    @admin.display(description="Written by (result variable of)")
+    @admin.display(description=gettext_lazy("Written by (result variable of)"))
     def writers(self, obj: ResultVariable) -> Any:
         return job_links(obj.writers.order_by("name", "pk")) if obj.pk else EMPTY
 
-    @admin.display(description="Read by (condition of)")
+    @admin.display(description=gettext_lazy("Read by (condition of)"))
     def readers(self, obj: ResultVariable) -> Any:
         return job_links(obj.readers.order_by("name", "pk")) if obj.pk else EMPTY
 

@@ -2,7 +2,7 @@
 the job admin (F-74, F-93).
 
 Import jobs (``<admin>/jobs/job/import/``, linked from the job list; users
-with ``jobs.add_job`` and ``jobs.change_job``): upload a YAML or JSON file
+with ``takt_jobs.add_job`` and ``takt_jobs.change_job``): upload a YAML or JSON file
 in the export_jobs format, or paste it, and **Check**: the page shows the
 dry-run plan at once, as ``import_jobs --dry-run`` prints it, or the
 problems, each naming the job and the field. **Import** (offered once the
@@ -26,6 +26,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext
 
 from jobs.errors import InvalidInput, TaktError
 from jobs.exchange import format_of
@@ -54,38 +56,49 @@ def start_operation_view(
         run = start_operation(kind, params, by=request.user.get_username(), now=timezone.now())
     except TaktError as exc:
         if form is None:
-            modeladmin.message_user(request, f"{what}: {exc}", messages.ERROR)
+            modeladmin.message_user(
+                request, _("%(what)s: %(error)s") % {"what": what, "error": exc}, messages.ERROR
+            )
         elif isinstance(exc, InvalidInput) and exc.field in form.fields:
             form.add_error(exc.field, exc.message)
         else:
             form.add_error(None, str(exc))
         return None
+    # The status badge's word ("queued", "eingereiht"), from the runs app's catalogue.
+    status = pgettext("run status badge", str(run.status).replace("_", " "))
+    said = {"what": what, "id": run.pk, "status": status, "message": run.message}
     if getattr(run, "deduplicated", False):
-        text, level = (
-            f"{what} is already under way as run #{run.pk} ({run.status}).",
-            messages.WARNING,
-        )
+        text = _("%(what)s is already under way as run #%(id)s (%(status)s).") % said
+        level = messages.WARNING
     elif run.status == "skipped":
-        text, level = f"{what} was not started: {run.message}", messages.ERROR
+        text, level = _("%(what)s was not started: %(message)s") % said, messages.ERROR
     else:
-        text, level = f"{what} started as run #{run.pk}: its progress shows here.", messages.SUCCESS
+        text = _("%(what)s started as run #%(id)s: its progress shows here.") % said
+        level = messages.SUCCESS
     modeladmin.message_user(request, text, level)
-    return HttpResponseRedirect(reverse("admin:runs_run_change", args=[run.pk]))
+    return HttpResponseRedirect(reverse("admin:takt_runs_run_change", args=[run.pk]))
 
 
 class ImportForm(forms.Form):
     file = forms.FileField(
-        required=False, help_text="A YAML or JSON file, as manage.py export_jobs writes it."
+        required=False,
+        label=gettext_lazy("File"),
+        help_text=gettext_lazy("A YAML or JSON file, as manage.py export_jobs writes it."),
     )
     text = forms.CharField(
-        label="or paste it",
+        label=gettext_lazy("or paste it"),
         required=False,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "spellcheck": "false"}),
     )
     format = forms.ChoiceField(
-        choices=[("", "by the file name, else YAML"), ("yaml", "YAML"), ("json", "JSON")],
+        choices=[
+            ("", gettext_lazy("by the file name, else YAML")),
+            ("yaml", "YAML"),
+            ("json", "JSON"),
+        ],
         required=False,
+        label=gettext_lazy("Format"),
     )
     source = forms.CharField(required=False, widget=forms.HiddenInput)
     checked = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -96,23 +109,27 @@ class ImportForm(forms.Form):
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_IMPORT_BYTES:
-                self.add_error("file", f"at most {MAX_IMPORT_BYTES // 1_000_000} MB")
+                self.add_error("file", _too_big())
                 return data
             try:
                 data["text"] = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:
-                self.add_error("file", "must be UTF-8 text (YAML or JSON)")
+                self.add_error("file", _("must be UTF-8 text (YAML or JSON)"))
                 return data
             data["source"] = upload.name
         elif not (data.get("text") or "").strip():
-            self.add_error("text", "upload a file or paste the jobs here")
+            self.add_error("text", _("upload a file or paste the jobs here"))
             return data
         elif len(data["text"].encode()) > MAX_IMPORT_BYTES:
-            self.add_error("text", f"at most {MAX_IMPORT_BYTES // 1_000_000} MB")
+            self.add_error("text", _too_big())
             return data
-        data["source"] = (data.get("source") or "pasted text")[:200]
+        data["source"] = (data.get("source") or _("pasted text"))[:200]
         data["format"] = data.get("format") or format_of(data["source"], None)
         return data
+
+
+def _too_big() -> str:
+    return _("at most %(size)s MB") % {"size": MAX_IMPORT_BYTES // 1_000_000}
 
 
 def _digest(text: str, fmt: str) -> str:
@@ -121,7 +138,7 @@ def _digest(text: str, fmt: str) -> str:
 
 def import_view(modeladmin: admin.ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
     user = request.user
-    if not (user.has_perm("jobs.add_job") and user.has_perm("jobs.change_job")):
+    if not (user.has_perm("takt_jobs.add_job") and user.has_perm("takt_jobs.change_job")):
         raise PermissionDenied
     form = ImportForm(request.POST or None, request.FILES or None)
     check = None
@@ -133,18 +150,22 @@ def import_view(modeladmin: admin.ModelAdmin[Any], request: HttpRequest) -> Http
         if "import" in request.POST and check.ok and form.cleaned_data["checked"] == digest:
             params = {"text": text, "format": fmt, "source": source}
             started = start_operation_view(
-                modeladmin, request, "import_jobs", params, what=f"The import of {source}"
+                modeladmin,
+                request,
+                "import_jobs",
+                params,
+                what=_("The import of %(source)s") % {"source": source},
             )
             if started is not None:
                 return started
         elif "import" in request.POST and check.ok:
-            changed = "The jobs changed since the check: here is their plan; import again."
+            changed = _("The jobs changed since the check: here is their plan; import again.")
             modeladmin.message_user(request, changed, messages.WARNING)
         initial = {"text": text, "format": fmt, "source": source, "checked": digest}
         form = ImportForm(initial=initial)
     context = {
         **modeladmin.admin_site.each_context(request),
-        "title": "Import jobs",
+        "title": _("Import jobs"),
         "opts": modeladmin.model._meta,
         "form": form,
         "check": check,
@@ -152,11 +173,11 @@ def import_view(modeladmin: admin.ModelAdmin[Any], request: HttpRequest) -> Http
         if check is not None and check.ok
         else "",
     }
-    return TemplateResponse(request, "admin/jobs/job/import.html", context)
+    return TemplateResponse(request, "admin/takt_jobs/job/import.html", context)
 
 
 def import_urls(modeladmin: admin.ModelAdmin[Any]) -> list[URLPattern]:
     """For JobAdmin.get_urls (before the admin's own): ``import/``, named
-    ``admin:jobs_job_import``."""
+    ``admin:takt_jobs_job_import``."""
     view = modeladmin.admin_site.admin_view(lambda request: import_view(modeladmin, request))
-    return [path("import/", view, name="jobs_job_import")]
+    return [path("import/", view, name="takt_jobs_job_import")]

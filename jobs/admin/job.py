@@ -19,6 +19,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 from redis import RedisError
 
@@ -58,6 +60,7 @@ from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
+from jobs.templatetags.takt import JS_CATALOG
 from jobs.validation import watch_warnings
 from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger
@@ -66,14 +69,17 @@ from runs.services import enqueue_job
 
 class BackfillForm(forms.Form):
     start = forms.DateTimeField(
-        label="From", help_text="Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."
+        label=gettext_lazy("From"),
+        help_text=gettext_lazy("Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."),
     )
-    end = forms.DateTimeField(label="To", help_text="Not in the future.")
+    end = forms.DateTimeField(
+        label=gettext_lazy("To"), help_text=gettext_lazy("Not in the future.")
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
-            self.add_error("end", "must not be before the start")
+            self.add_error("end", _("must not be before the start"))
         return data
 
 
@@ -105,19 +111,19 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         "maintenance_allowed",
     )
     autocomplete_fields = ("parent",)
-    change_form_template = "admin/jobs/job/change_form.html"
+    change_form_template = "admin/takt_jobs/job/change_form.html"
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
+        js = (JS_CATALOG, *ADMIN_JS)  # the scripts' texts in the reader's language
 
-    @admin.display(description="Runs", ordering=None)
+    @admin.display(description=gettext_lazy("Runs"), ordering=None)
     def what(self, obj: Job) -> str:
         """A callable's target, a command job's command line, a script's size."""
         if obj.kind == JobKind.COMMAND:
             return command_summary(obj)
         if obj.kind == JobKind.SCRIPT:
-            return f"script: {script_summary(obj)}"
+            return _("script: %(summary)s") % {"summary": script_summary(obj)}
         return obj.target
 
     def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> Any:
@@ -136,13 +142,14 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                         # A command job runs its command, a script job its script.
                         *(() if command or script else ("target",)),
                         "params",
+                        *(() if command or script else ("args",)),  # a Celery task's
                         "description",
                         ("key", "kind"),
                     )
                 },
             ),
             (
-                titled("Command", command_summary(job)),
+                titled(gettext_lazy("Command"), command_summary(job)),
                 {
                     # A command job's command comes before its triggers.
                     "classes": ("takt-leading",) if command else collapsed,
@@ -158,7 +165,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
             ),
             *script_fieldsets(job, request.user),
             (
-                titled("Dispatch", dispatch_summary(job)),
+                titled(gettext_lazy("Dispatch"), dispatch_summary(job)),
                 {
                     "classes": collapsed,
                     "fields": (
@@ -176,7 +183,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 },
             ),
             (
-                titled("Coordination", coordination_summary(job)),
+                titled(gettext_lazy("Coordination"), coordination_summary(job)),
                 {
                     "classes": collapsed,
                     "fields": (
@@ -190,7 +197,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 },
             ),
             (
-                titled("Retries", retries_summary(job)),
+                titled(gettext_lazy("Retries"), retries_summary(job)),
                 {
                     "classes": collapsed,
                     "fields": (
@@ -203,7 +210,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 },
             ),
             (
-                titled("Pause and limits", pause_summary(job)),
+                titled(gettext_lazy("Pause and limits"), pause_summary(job)),
                 {
                     "classes": collapsed,
                     "fields": (
@@ -216,7 +223,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 },
             ),
             (
-                titled("Operations", operations_summary(job)),
+                titled(gettext_lazy("Operations"), operations_summary(job)),
                 {
                     "classes": collapsed,
                     "fields": (
@@ -247,22 +254,22 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         return (*fields, *(f for f in shown if f not in OPERATOR_FIELDS and f not in fields))
 
     # --- list columns -----------------------------------------------------------
-    @admin.display(description="Code", boolean=True)
+    @admin.display(description=gettext_lazy("Code"), boolean=True)
     def code(self, obj: Job) -> bool:
         """Declared in code (F-75)."""
         return obj.code_managed
 
-    @admin.display(description="Schedule")
+    @admin.display(description=gettext_lazy("Schedule"))
     def schedule(self, obj: Job) -> str:
         words = [specs.trigger_description(t) for t in obj.triggers.all() if t.enabled]
         return "; ".join(words) or EMPTY
 
-    @admin.display(description="Next run")
+    @admin.display(description=gettext_lazy("Next run"))
     def next_run(self, obj: Job) -> Any:
         value = getattr(obj, "_next_run", None)
         return time_html(value, relative=True, compact=True) if value else EMPTY
 
-    @admin.display(description="Last run")
+    @admin.display(description=gettext_lazy("Last run"))
     def last_run(self, obj: Job) -> Any:
         run = getattr(obj, "_last_run", None)
         if run is None:
@@ -270,17 +277,17 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         return format_html(
             "{} <a href='{}'>{}</a> {}",
             status_badge(run.status),
-            reverse("admin:runs_run_change", args=[run.pk]),
+            reverse("admin:takt_runs_run_change", args=[run.pk]),
             time_html(run.started_at or run.enqueued_at, compact=True),
             run_duration_text(run.status, run.duration_s, empty=""),
         )
 
-    @admin.display(description="Heartbeat")
+    @admin.display(description=gettext_lazy("Heartbeat"))
     def heartbeat_state(self, obj: Job) -> Any:
         heartbeat = getattr(obj, "heartbeat", None)
         return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
 
-    @admin.display(description="Run limit")
+    @admin.display(description=gettext_lazy("Run limit"))
     def run_limit(self, obj: Job) -> str:
         return limit_text(obj)
 
@@ -296,7 +303,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
             )
             extra["explanation"] = explanation_view(self.explanation(job))
-            extra["can_cancel"] = request.user.has_perm("runs.cancel_run")
+            extra["can_cancel"] = request.user.has_perm("takt_runs.cancel_run")
         return super().change_view(request, object_id, form_url, extra_context=extra)
 
     def explanation(self, job: Job) -> Any:
@@ -324,11 +331,13 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         for trigger in form.instance.triggers.filter(kind=TriggerKind.FILE):
             for warning in watch_warnings(trigger):
                 self.message_user(
-                    request, f"File trigger #{trigger.pk}: {warning}", messages.WARNING
+                    request,
+                    _("File trigger #%(id)s: %(warning)s") % {"id": trigger.pk, "warning": warning},
+                    messages.WARNING,
                 )
 
     # --- actions ---------------------------------------------------------------
-    @admin.action(description="Run now")
+    @admin.action(description=gettext_lazy("Run now"))
     def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """Up to INLINE_RUN_NOW_MAX jobs at once here; more as a `bulk_run`
         operation (F-93), whose run page shows its progress."""
@@ -337,7 +346,11 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         ids = list(queryset.values_list("pk", flat=True))
         if len(ids) > INLINE_RUN_NOW_MAX:
             return start_operation_view(
-                self, request, "bulk_run", {"jobs": ids}, what=f"Run now of {len(ids)} jobs"
+                self,
+                request,
+                "bulk_run",
+                {"jobs": ids},
+                what=_("Run now of %(n)d jobs") % {"n": len(ids)},
             )
         try:
             runs = [enqueue_job(job, trigger=RunTrigger.MANUAL) for job in queryset]
@@ -346,21 +359,30 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
             return None
         self.message_user(
             request,
-            f"Started {len(runs)} run(s): " + ", ".join(f"#{r.pk} ({r.status})" for r in runs),
+            ngettext("Started %(n)d run: %(runs)s", "Started %(n)d runs: %(runs)s", len(runs))
+            % {"n": len(runs), "runs": ", ".join(f"#{r.pk} ({r.status})" for r in runs)},
         )
         return None
 
-    @admin.action(description="Enable selected jobs")
+    @admin.action(description=gettext_lazy("Enable selected jobs"))
     def enable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), True)
-        self.message_user(request, f"Enabled {n} job(s).")
+        try:
+            n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), True)
+        except TaktError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
+        self.message_user(
+            request, ngettext("Enabled %(n)d job.", "Enabled %(n)d jobs.", n) % {"n": n}
+        )
 
-    @admin.action(description="Disable selected jobs")
+    @admin.action(description=gettext_lazy("Disable selected jobs"))
     def disable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), False)
-        self.message_user(request, f"Disabled {n} job(s).")
+        self.message_user(
+            request, ngettext("Disabled %(n)d job.", "Disabled %(n)d jobs.", n) % {"n": n}
+        )
 
-    @admin.action(description="Pause selected jobs")
+    @admin.action(description=gettext_lazy("Pause selected jobs"))
     def pause(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         now = timezone.now()
         by = request.user.get_username()
@@ -368,14 +390,24 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
             services.pause_job(pk, note=f"paused in the admin by {by}", by=by, now=now)
             for pk in queryset.values_list("pk", flat=True)
         )
-        self.message_user(request, f"Paused {n} job(s). Edit a job to add a note or an end time.")
+        self.message_user(
+            request,
+            ngettext(
+                "Paused %(n)d job. Edit a job to add a note or an end time.",
+                "Paused %(n)d jobs. Edit a job to add a note or an end time.",
+                n,
+            )
+            % {"n": n},
+        )
 
-    @admin.action(description="Resume selected jobs")
+    @admin.action(description=gettext_lazy("Resume selected jobs"))
     def resume(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         n = sum(services.resume_job(pk) for pk in queryset.values_list("pk", flat=True))
-        self.message_user(request, f"Resumed {n} job(s).")
+        self.message_user(
+            request, ngettext("Resumed %(n)d job.", "Resumed %(n)d jobs.", n) % {"n": n}
+        )
 
-    @admin.action(description="Backfill a past range…")
+    @admin.action(description=gettext_lazy("Backfill a past range…"))
     def backfill(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """F-101: runs for every fire time of the selected jobs in a past
         range (runs/backfill.py); asks for the range first, then starts it
@@ -389,25 +421,31 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 "end": form.cleaned_data["end"],
             }
             started = start_operation_view(
-                self, request, "backfill", params, what=f"Backfill of {len(ids)} job(s)", form=form
+                self,
+                request,
+                "backfill",
+                params,
+                what=ngettext("Backfill of %(n)d job", "Backfill of %(n)d jobs", len(ids))
+                % {"n": len(ids)},
+                form=form,
             )
             if started is not None:
                 return started
         context = {
             **self.admin_site.each_context(request),
-            "title": "Backfill a past range",
+            "title": _("Backfill a past range"),
             "opts": self.model._meta,
             "jobs": queryset,
             "form": form,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
-        return TemplateResponse(request, "admin/jobs/job/backfill.html", context)
+        return TemplateResponse(request, "admin/takt_jobs/job/backfill.html", context)
 
     # --- the "Run now" button on the change form --------------------------------
     def get_urls(self) -> list[Any]:
         run_now = self.admin_site.admin_view(require_POST(self.run_now_view))
         return [
-            path("<int:job_id>/run-now/", run_now, name="jobs_job_run_now"),
+            path("<int:job_id>/run-now/", run_now, name="takt_jobs_job_run_now"),
             *self.script_urls(),
             *timeline_urls(self.admin_site),
             *import_urls(self),
@@ -416,7 +454,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
 
     def run_now_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         job = get_object_or_404(Job, pk=job_id)
-        back = HttpResponseRedirect(reverse("admin:jobs_job_change", args=[job_id]))
+        back = HttpResponseRedirect(reverse("admin:takt_jobs_job_change", args=[job_id]))
         if self.scripts_refused(request, [job]) or not self.has_change_permission(request, job):
             return back
         try:
@@ -425,8 +463,10 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
             self.message_user(request, str(exc), messages.ERROR)
             return back
         level = messages.SUCCESS if run.status == "queued" else messages.WARNING
-        link = reverse("admin:runs_run_change", args=[run.pk])
-        text = format_html("<a href='{}'>Run #{}</a> {}.", link, run.pk, run.status)
+        link = reverse("admin:takt_runs_run_change", args=[run.pk])
+        text = format_html(
+            "<a href='{}'>{}</a> {}.", link, _("Run #%(id)s") % {"id": run.pk}, run.status
+        )
         if run.message:
             text = format_html("{} {}", text, times_in_text(run.message))
         self.message_user(request, text, level)

@@ -15,35 +15,44 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from redis import RedisError
 
 from heartbeats.queue_status import queue_status  # the admin is glue over all three apps
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS
 from jobs.models import QueueState
+from jobs.templatetags.takt import JS_CATALOG
 from runs import queue
 from runs.connectivity import redis_unreachable_message
 
 
 class PauseForm(forms.Form):
     note = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), help_text="Why."
+        required=False,
+        label=gettext_lazy("Note"),
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text=gettext_lazy("Why."),
     )
     until = forms.DateTimeField(
         required=False,
-        label="Resume by itself at",
-        help_text="Optional; in the server's time zone (YYYY-MM-DD HH:MM).",
+        label=gettext_lazy("Resume by itself at"),
+        help_text=gettext_lazy("Optional; in the server's time zone (YYYY-MM-DD HH:MM)."),
     )
 
     def clean_until(self) -> Any:
         until = self.cleaned_data.get("until")
         if until is not None and until <= timezone.now():
-            raise forms.ValidationError("must be in the future")
+            raise forms.ValidationError(_("must be in the future"))
         return until
 
 
 class MaintenanceForm(forms.Form):
     note = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), help_text="Why."
+        required=False,
+        label=gettext_lazy("Note"),
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text=gettext_lazy("Why."),
     )
 
 
@@ -53,7 +62,7 @@ class QueueStateAdmin(admin.ModelAdmin):
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
+        js = (JS_CATALOG, *ADMIN_JS)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -67,7 +76,7 @@ class QueueStateAdmin(admin.ModelAdmin):
         pause_form, maintenance_form = PauseForm(), MaintenanceForm()
         if request.method == "POST":
             if not self.has_change_permission(request):
-                self.message_user(request, "You may not change the queue.", messages.ERROR)
+                self.message_user(request, _("You may not change the queue."), messages.ERROR)
                 return self._back()
             done = self._act(request)
             if done is None:
@@ -75,7 +84,7 @@ class QueueStateAdmin(admin.ModelAdmin):
             pause_form, maintenance_form = done
         context = {
             **self.admin_site.each_context(request),
-            "title": "Queue",
+            "title": _("Queue"),
             "opts": self.model._meta,
             "status": queue_status(now=timezone.now()),
             "pause_form": pause_form,
@@ -83,13 +92,13 @@ class QueueStateAdmin(admin.ModelAdmin):
             "can_change": self.has_change_permission(request),
             "media": self.media,
         }
-        return TemplateResponse(request, "admin/jobs/queue.html", context)
+        return TemplateResponse(request, "admin/takt_jobs/queue.html", context)
 
     def change_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         return self._back()
 
     def _back(self) -> HttpResponseRedirect:
-        return HttpResponseRedirect(reverse("admin:jobs_queuestate_changelist"))
+        return HttpResponseRedirect(reverse("admin:takt_jobs_queuestate_changelist"))
 
     def _act(self, request: HttpRequest) -> tuple[PauseForm, MaintenanceForm] | None:
         """One button's service; None when done, else the forms with errors."""
@@ -103,20 +112,24 @@ class QueueStateAdmin(admin.ModelAdmin):
                 data = form.cleaned_data
                 changed = queue.pause_queue(note=data["note"], by=by, until=data["until"], now=now)
                 self.message_user(
-                    request, "Queue paused." if changed else "The queue was paused already."
+                    request, _("Queue paused.") if changed else _("The queue was paused already.")
                 )
             elif action == "resume":
                 changed = queue.resume_queue(now=now)
                 self.message_user(
-                    request, "Queue resumed." if changed else "The queue was not paused."
+                    request, _("Queue resumed.") if changed else _("The queue was not paused.")
                 )
             elif action in ("maintenance_on", "maintenance_off"):
                 on = action == "maintenance_on"
                 note = request.POST.get("note", "") if on else ""
                 queue.set_maintenance(on, note=f"{note} ({by})".strip() if on else "", now=now)
-                self.message_user(request, f"Maintenance mode {'on' if on else 'off'}.")
+                self.message_user(
+                    request, _("Maintenance mode on.") if on else _("Maintenance mode off.")
+                )
             else:
-                self.message_user(request, f"Unknown action {action!r}.", messages.ERROR)
+                self.message_user(
+                    request, _("Unknown action %(action)r.") % {"action": action}, messages.ERROR
+                )
         except RedisError as exc:
             self.message_user(request, redis_unreachable_message(exc), messages.ERROR)
         return None

@@ -25,6 +25,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 from django_ace import AceWidget
 
@@ -40,6 +42,7 @@ from jobs.scripts import (
     stored_script,
     touches_scripts,
 )
+from jobs.templatetags.takt import JS_CATALOG
 
 SCRIPT_JS = "jobs/script_editor.js"
 
@@ -63,26 +66,29 @@ class ScriptEditor(AceWidget):
 
     @property
     def media(self) -> Any:
-        return super().media + forms.Media(js=[SCRIPT_JS])
+        return super().media + forms.Media(js=[JS_CATALOG, SCRIPT_JS])
 
     def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> Any:
         editor = super().render(name, value, attrs, renderer)
         run_now = (
             format_html(
                 '<button type="submit" class="button" formaction="{}" formnovalidate'
-                ' title="Run the saved script now (also when the job is disabled)">Run now</button>',
+                ' title="{}">{}</button>',
                 self.run_now_url,
+                _("Run the saved script now (also when the job is disabled)"),
+                _("Run now"),
             )
             if self.run_now_url
             else ""
         )
         return format_html(
             '<div class="takt-script-editor">{}<div class="takt-script-tools" data-check-url="{}">'
-            '<button type="button" class="button takt-script-check"'
-            ' title="Compile the script without running it">Check</button> {}'
+            '<button type="button" class="button takt-script-check" title="{}">{}</button> {}'
             ' <span class="takt-script-result" role="status" aria-live="polite"></span></div></div>',
             editor,
             self.check_url,
+            _("Compile the script without running it"),
+            _("Check"),
             run_now,
         )
 
@@ -99,9 +105,13 @@ class SourceField(forms.CharField):
 def script_summary(job: Job) -> str:
     """The Script section's heading: what it holds now."""
     if job.kind != JobKind.SCRIPT:
-        return "for script jobs only"
+        return _("for script jobs only")
     lines = len((job.script or "").splitlines())
-    return f"{lines} line{'s' if lines != 1 else ''} of Python" if lines else "no script yet"
+    if not lines:
+        return _("no script yet")
+    return ngettext("%(count)d line of Python", "%(count)d lines of Python", lines) % {
+        "count": lines
+    }
 
 
 def script_fieldsets(job: Job, user: Any) -> tuple[Any, ...]:
@@ -112,7 +122,9 @@ def script_fieldsets(job: Job, user: Any) -> tuple[Any, ...]:
     if not (script or may_write_scripts(user)):
         return ()
     classes = ("takt-leading",) if script else ("collapse",)
-    return ((titled("Script", script_summary(job)), {"classes": classes, "fields": ("script",)}),)
+    return (
+        (titled(_("Script"), script_summary(job)), {"classes": classes, "fields": ("script",)}),
+    )
 
 
 class ScriptAdmin:
@@ -132,12 +144,12 @@ class ScriptAdmin:
         form = super().get_form(request, obj, **kwargs)  # type: ignore[misc]
         if "script" in form.base_fields:
             run_now = (
-                reverse("admin:jobs_job_run_now", args=[obj.pk])
+                reverse("admin:takt_jobs_job_run_now", args=[obj.pk])
                 if obj is not None and obj.kind == JobKind.SCRIPT
                 else ""
             )
             form.base_fields["script"].widget = ScriptEditor(
-                check_url=reverse("admin:jobs_job_check_script"), run_now_url=run_now
+                check_url=reverse("admin:takt_jobs_job_check_script"), run_now_url=run_now
             )
         return form
 
@@ -156,7 +168,7 @@ class ScriptAdmin:
         already leave it out), and record the script's change."""
         stored = Job.objects.filter(pk=obj.pk).values_list("kind", flat=True).first()
         if touches_scripts(stored, obj.kind) and not may_write_scripts(request.user):
-            raise PermissionDenied(SUPERUSERS_ONLY)
+            raise PermissionDenied(_(SUPERUSERS_ONLY))
         before = stored_script(obj.pk)
         super().save_model(request, obj, form, change)  # type: ignore[misc]
         record_script_change(obj, before, by=_by(request))
@@ -168,7 +180,7 @@ class ScriptAdmin:
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         scripts = list(queryset.filter(kind=JobKind.SCRIPT))
         if scripts and not may_write_scripts(request.user):
-            raise PermissionDenied(SUPERUSERS_ONLY)
+            raise PermissionDenied(_(SUPERUSERS_ONLY))
         for job in scripts:
             record_script_change(job, job.script, by=_by(request), deleted=True)
         super().delete_queryset(request, queryset)  # type: ignore[misc]
@@ -180,15 +192,18 @@ class ScriptAdmin:
         if not names or may_write_scripts(request.user):
             return False
         self.message_user(  # type: ignore[attr-defined]
-            request, f"{SUPERUSERS_ONLY}: {', '.join(names)}. Nothing was started.", messages.ERROR
+            request,
+            _("%(refusal)s: %(jobs)s. Nothing was started.")
+            % {"refusal": _(SUPERUSERS_ONLY), "jobs": ", ".join(names)},
+            messages.ERROR,
         )
         return True
 
     def script_urls(self) -> list[URLPattern]:
-        """``check-script/`` (POST `script`), named ``admin:jobs_job_check_script``."""
+        """``check-script/`` (POST `script`), named ``admin:takt_jobs_job_check_script``."""
         site = self.admin_site  # type: ignore[attr-defined]
         view = site.admin_view(require_POST(check_script_view))
-        return [path("check-script/", view, name="jobs_job_check_script")]
+        return [path("check-script/", view, name="takt_jobs_job_check_script")]
 
 
 def check_script_view(request: HttpRequest) -> HttpResponse:
@@ -196,14 +211,14 @@ def check_script_view(request: HttpRequest) -> HttpResponse:
     "message": "compiles"}, or {"ok": false, "message": …, "line": L,
     "column": C} (line and column when it is a syntax error)."""
     if not may_write_scripts(request.user):
-        raise PermissionDenied(SUPERUSERS_ONLY)
+        raise PermissionDenied(_(SUPERUSERS_ONLY))
     source = request.POST.get("script", "")
     try:
         check_script(source)
     except TriggerError as exc:
         where = _where(source)
         return JsonResponse({"ok": False, "message": exc.message, **where})
-    return JsonResponse({"ok": True, "message": "compiles"})
+    return JsonResponse({"ok": True, "message": _("compiles")})
 
 
 def _where(source: str) -> dict[str, int]:

@@ -2,9 +2,9 @@
 JSON views their charts draw from (takt/timeline.js, takt/forecast.js;
 the data is built in jobs.admin.timeline_data).
 
-Both pages need a staff user with ``jobs.view_job`` (others get the admin's
+Both pages need a staff user with ``takt_jobs.view_job`` (others get the admin's
 refusal); the timeline shows runs only to those who also have
-``runs.view_run``. Times are shown in the browser's zone; the forecast is
+``takt_runs.view_run``. Times are shown in the browser's zone; the forecast is
 binned by the zone the page sends (``tz``, the browser's).
 """
 
@@ -24,6 +24,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from jobs.admin.timeline_data import (
     DEFAULT_FUTURE,
@@ -43,9 +45,10 @@ def _moment(request: HttpRequest, name: str, default: datetime) -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise BadInput(name, f"{text!r} is not an ISO 8601 date and time") from None
+        message = _("%(value)r is not an ISO 8601 date and time") % {"value": text}
+        raise BadInput(name, message) from None
     if value.utcoffset() is None:
-        raise BadInput(name, "needs a time zone, e.g. 2026-12-01T09:00:00Z")
+        raise BadInput(name, _("needs a time zone, e.g. 2026-12-01T09:00:00Z"))
     return value.astimezone(UTC)
 
 
@@ -55,7 +58,7 @@ def _job(request: HttpRequest) -> Job | None:
         return None
     job = Job.objects.filter(pk=int(text)).first() if text.isdigit() else None
     if job is None:
-        raise BadInput("job", f"no job with id {text!r}")
+        raise BadInput("job", _("no job with id %(id)r") % {"id": text})
     return job
 
 
@@ -77,7 +80,7 @@ def _json(build: Callable[[], dict[str, Any]]) -> JsonResponse:
 def timeline_data_view(request: HttpRequest) -> JsonResponse:
     """GET ?start=&end= (ISO 8601 with a zone; default the last 20 hours and
     the next 4) &job=<id> (optional)."""
-    _require(request, "jobs.view_job")
+    _require(request, "takt_jobs.view_job")
     now = timezone.now()
 
     def build() -> dict[str, Any]:
@@ -88,7 +91,7 @@ def timeline_data_view(request: HttpRequest) -> JsonResponse:
             end=end,
             now=now,
             job=_job(request),
-            with_runs=request.user.has_perm("runs.view_run"),
+            with_runs=request.user.has_perm("takt_runs.view_run"),
         )
 
     return _json(build)
@@ -96,13 +99,14 @@ def timeline_data_view(request: HttpRequest) -> JsonResponse:
 
 def forecast_data_view(request: HttpRequest) -> JsonResponse:
     """GET ?tz=<IANA zone> (default the server's) &days=1..14 (default 7)."""
-    _require(request, "jobs.view_job")
+    _require(request, "takt_jobs.view_job")
     zone = request.GET.get("tz", "").strip() or settings.TIME_ZONE
     text = request.GET.get("days", "7").strip()
 
     def build() -> dict[str, Any]:
         if not (text.isdigit() and 1 <= int(text) <= MAX_DAYS):
-            raise BadInput("days", f"must be a whole number from 1 to {MAX_DAYS}, got {text!r}")
+            message = _("must be a whole number from 1 to %(max)s, got %(value)r")
+            raise BadInput("days", message % {"max": MAX_DAYS, "value": text})
         return cached_forecast(zone=zone, days=int(text), now=timezone.now())
 
     return _json(build)
@@ -130,20 +134,25 @@ def cached_forecast(*, zone: str, days: int, now: datetime) -> dict[str, Any]:
     return payload
 
 
+TIMELINE, FORECAST = gettext_lazy("Timeline"), gettext_lazy("Load forecast")
+
+
 def timeline_urls(admin_site: AdminSite) -> list[URLPattern]:
     """The pages and their data, for JobAdmin.get_urls (before the admin's
-    own patterns): admin:jobs_job_timeline (?job=<id> for one job),
-    admin:jobs_job_timeline_data, admin:jobs_job_forecast,
-    admin:jobs_job_forecast_data."""
+    own patterns): admin:takt_jobs_job_timeline (?job=<id> for one job),
+    admin:takt_jobs_job_timeline_data, admin:takt_jobs_job_forecast,
+    admin:takt_jobs_job_forecast_data."""
 
-    def page(template: str, title: str, script: str) -> Callable[[HttpRequest], HttpResponse]:
+    def page(template: str, title: Any, script: str) -> Callable[[HttpRequest], HttpResponse]:
         def view(request: HttpRequest) -> HttpResponse:
-            _require(request, "jobs.view_job")
+            _require(request, "takt_jobs.view_job")
             text = request.GET.get("job", "")
             job = get_object_or_404(Job, pk=int(text)) if text.isdigit() else None
             context = {
                 **admin_site.each_context(request),
-                "title": f"{title}: {job.name}" if job else title,
+                "title": _("%(page)s: %(job)s") % {"page": title, "job": job.name}
+                if job
+                else title,
                 "opts": Job._meta,
                 "job": job,
                 "script": script,
@@ -156,14 +165,14 @@ def timeline_urls(admin_site: AdminSite) -> list[URLPattern]:
     return [
         path(
             "timeline/",
-            wrap(page("admin/jobs/timeline.html", "Timeline", "takt/timeline.js")),
-            name="jobs_job_timeline",
+            wrap(page("admin/takt_jobs/timeline.html", TIMELINE, "takt/timeline.js")),
+            name="takt_jobs_job_timeline",
         ),
-        path("timeline/data/", wrap(timeline_data_view), name="jobs_job_timeline_data"),
+        path("timeline/data/", wrap(timeline_data_view), name="takt_jobs_job_timeline_data"),
         path(
             "forecast/",
-            wrap(page("admin/jobs/forecast.html", "Load forecast", "takt/forecast.js")),
-            name="jobs_job_forecast",
+            wrap(page("admin/takt_jobs/forecast.html", FORECAST, "takt/forecast.js")),
+            name="takt_jobs_job_forecast",
         ),
-        path("forecast/data/", wrap(forecast_data_view), name="jobs_job_forecast_data"),
+        path("forecast/data/", wrap(forecast_data_view), name="takt_jobs_job_forecast_data"),
     ]

@@ -20,6 +20,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db.models import Max, prefetch_related_objects
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from jobs.admin import display
 from jobs.core.forecast import LoadTrigger, compute_forecast
@@ -163,14 +164,14 @@ def timeline_payload(
     """The timeline's JSON: one row per job with runs or fire times in
     [start, end) (or the one `job`), its runs and upcoming fire times."""
     if end - start < MIN_RANGE:
-        raise BadInput("end", "must be at least a minute after start")
+        raise BadInput("end", _("must be at least a minute after start"))
     if end - start > MAX_RANGE:
-        raise BadInput("end", "must be at most 7 days after start")
+        raise BadInput("end", _("must be at most 7 days after start"))
     runs, runs_cut = _runs(start, end, now, job) if with_runs else ([], False)
     ticks, ticks_cut = _ticks(start, end, now, job)
     ids = {r["job"] for r in runs} | {t["job"] for t in ticks} | ({job.pk} if job else set())
     rows = Job.objects.filter(pk__in=ids).order_by("name", "id").values_list("id", "name")
-    change = reverse("admin:jobs_job_change", args=[0]).replace("/0/", "/{id}/")
+    change = reverse("admin:takt_jobs_job_change", args=[0]).replace("/0/", "/{id}/")
     return {
         "start": _iso(start),
         "end": _iso(end),
@@ -180,7 +181,7 @@ def timeline_payload(
         "runs_shown": with_runs,
         "runs_truncated": runs_cut,
         "run_cap": RUN_CAP,
-        "run_url": reverse("admin:runs_run_change", args=[0]).replace("/0/", "/{id}/"),
+        "run_url": reverse("admin:takt_runs_run_change", args=[0]).replace("/0/", "/{id}/"),
         "ticks": ticks,
         "ticks_truncated": ticks_cut,
         "tick_cap": TICK_CAP,

@@ -8,6 +8,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from jobs.tokens import PREFIX, ApiToken
 
@@ -40,9 +42,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
     raw_id_fields = ("job",)
     actions = ["revoke"]
 
-    @admin.display(description="Token starts with")
+    @admin.display(description=gettext_lazy("Token starts with"))
     def shown_id(self, obj: ApiToken) -> str:
-        return f"{PREFIX}{obj.token_id}_…" if obj.token_id else "(shown once, when saved)"
+        return f"{PREFIX}{obj.token_id}_…" if obj.token_id else _("(shown once, when saved)")
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         text = obj.issue() if not change else None
@@ -50,11 +52,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if text:
             self.message_user(
                 request,
-                f"The token (copy it now, it is not shown again): {text}",
+                _("The token (copy it now, it is not shown again): %(token)s") % {"token": text},
                 messages.WARNING,
             )
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description=gettext_lazy("Revoke the selected tokens"))
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         n = queryset.update(revoked=True)
-        self.message_user(request, f"{n} token(s) revoked.")
+        self.message_user(
+            request,
+            ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", n) % {"count": n},
+        )

@@ -14,21 +14,36 @@ from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.dates import WEEKDAYS_ABBR
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from jobs import specs
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
 from jobs.core import triggers as core
-from jobs.core.constraints import WEEKDAY_NAMES
 from jobs.core.triggers import DEPENDENCY_STATUSES
+from jobs.i18n import error_text
 from jobs.models import HolidayCalendar, Job, Trigger
 from jobs.policies import ALL_WEEKDAYS, TriggerKind
+from jobs.templatetags.takt import JS_CATALOG
 
 PREVIEW_COUNT = 5
 
 
-WEEKDAY_CHOICES = [(str(day), name[:3]) for day, name in enumerate(WEEKDAY_NAMES)]
-STATUS_CHOICES = [(status, status.replace("_", " ")) for status in DEPENDENCY_STATUSES]
+# Django's own abbreviations (0 = Monday), in the active language.
+WEEKDAY_CHOICES = [(str(day), WEEKDAYS_ABBR[day]) for day in range(7)]
+STATUS_LABELS = {
+    "succeeded": pgettext_lazy("run status", "succeeded"),
+    "failed": pgettext_lazy("run status", "failed"),
+    "timed_out": pgettext_lazy("run status", "timed out"),
+    "cancelled": pgettext_lazy("run status", "cancelled"),
+    "skipped": pgettext_lazy("run status", "skipped"),
+    "lost": pgettext_lazy("run status", "lost"),
+}
+STATUS_CHOICES = [
+    (status, STATUS_LABELS.get(status, status.replace("_", " "))) for status in DEPENDENCY_STATUSES
+]
 _SHOWN = "__shown"
 
 
@@ -90,16 +105,23 @@ class StatusesField(forms.MultipleChoiceField):
 
 
 class TriggerForm(forms.ModelForm):
-    weekdays = WeekdaysField(label="Weekdays", help_text="The days it may fire on.")
+    weekdays = WeekdaysField(
+        label=gettext_lazy("Weekdays"), help_text=gettext_lazy("The days it may fire on.")
+    )
     upstream_statuses = StatusesField(
-        label="When it ends",
-        help_text="Start this job when a run of the upstream job ends with one of these.",
+        label=gettext_lazy("When it ends"),
+        help_text=gettext_lazy(
+            "Start this job when a run of the upstream job ends with one of these."
+        ),
     )
     exclude_calendars = forms.ModelMultipleChoiceField(
         HolidayCalendar.objects.all(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Never fire on the days of these holiday calendars (Jobs › Holiday calendars).",
+        label=gettext_lazy("Exclude calendars"),
+        help_text=gettext_lazy(
+            "Never fire on the days of these holiday calendars (Jobs › Holiday calendars)."
+        ),
     )
 
     class Meta:
@@ -141,7 +163,7 @@ class TriggerForm(forms.ModelForm):
         if cleaned.get("kind") == TriggerKind.DEPENDENCY and cleaned.get("upstream_statuses") == []:
             # Validation would take "none" for the default, succeeded: an
             # operator who unticked every box meant something else.
-            self.add_error("upstream_statuses", "tick at least one way its run ends")
+            self.add_error("upstream_statuses", _("tick at least one way its run ends"))
         if "exclude_calendars" in cleaned:
             # Validation and the trigger's save see the chosen calendars
             # before the form writes them (after the trigger).
@@ -164,9 +186,12 @@ class TriggerFormSet(BaseInlineFormSet):
             if form.has_changed() and data.get("enabled") and not data.get("DELETE"):
                 form.add_error(
                     "kind",
-                    f"job #(new) is a child of job #{job.parent_id}: it runs only as part of"
-                    " its parent's run and takes no trigger of its own (disable or delete"
-                    " this trigger, or clear its parent)",
+                    _(
+                        "job #(new) is a child of job #%(parent)s: it runs only as part of"
+                        " its parent's run and takes no trigger of its own (disable or delete"
+                        " this trigger, or clear its parent)"
+                    )
+                    % {"parent": job.parent_id},
                 )
 
 
@@ -199,9 +224,12 @@ class TriggerInline(admin.StackedInline):
                 )
             },
         ),
-        ("Calendar preset", {"fields": ("calendar_rule", ("at_time", "day_of_month", "month"))}),
         (
-            "Weekdays, time window and excluded days",
+            gettext_lazy("Calendar preset"),
+            {"fields": ("calendar_rule", ("at_time", "day_of_month", "month"))},
+        ),
+        (
+            gettext_lazy("Weekdays, time window and excluded days"),
             {"fields": ("weekdays", ("window_start", "window_end"), "exclude_calendars")},
         ),
         (None, {"fields": ("jitter_seconds", ("next_run", "upcoming"))}),
@@ -229,38 +257,42 @@ class TriggerInline(admin.StackedInline):
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = (*ADMIN_JS, "jobs/trigger_inline.js", "takt/schedule_preview.js")
+        js = (JS_CATALOG, *ADMIN_JS, "jobs/trigger_inline.js", "takt/schedule_preview.js")
 
-    @admin.display(description="Next run at")
+    @admin.display(description=gettext_lazy("Next run at"))
     def next_run(self, obj: Trigger) -> str:
         if obj.pk is None:
             return EMPTY
         if obj.kind == TriggerKind.DEPENDENCY:
-            return "none by the clock: it fires when a run of the upstream job ends"
+            return _("none by the clock: it fires when a run of the upstream job ends")
         if obj.kind == TriggerKind.FILE:
-            return "none by the clock: it fires when a matching file arrives"
+            return _("none by the clock: it fires when a matching file arrives")
         if not obj.active:
             return format_html(
                 "{} <span class='takt-muted'>({})</span>",
                 time_html(obj.next_run_at),
-                "inactive: the job or the trigger is off",
+                _("inactive: the job or the trigger is off"),
             )
         return time_html(obj.next_run_at, relative=True)
 
-    @admin.display(description="Next fire times (check schedule)")
+    @admin.display(description=gettext_lazy("Next fire times (check schedule)"))
     def upcoming(self, obj: Trigger) -> str:
         if obj.pk is None:
-            return "Save to see the next fire times."
+            return _("Save to see the next fire times.")
         if obj.kind in (TriggerKind.DEPENDENCY, TriggerKind.FILE):
-            return format_html("{}: no fire times", specs.trigger_description(obj))
+            return format_html(
+                "{}", _("%(trigger)s: no fire times") % {"trigger": specs.trigger_description(obj)}
+            )
         now = timezone.now()
         try:
             spec = specs.trigger_spec(obj, now=now)
             times = core.compute_fire_times(spec, after=now, count=PREVIEW_COUNT)
-        except (ValueError, core.TriggerError) as exc:
+        except core.TriggerError as exc:
+            return f"{exc.field}: {error_text(exc)}"
+        except ValueError as exc:
             return str(exc)
         except ValidationError as exc:
             return "; ".join(exc.messages)
         if not times:
-            return "Never fires again."
+            return _("Never fires again.")
         return format_html_join("", "{}<br>", ((time_html(t),) for t in times))

@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Model, ProtectedError, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import (
     OpenApiResponse,
@@ -41,6 +42,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import APIException
 
 from jobs.api.auth import caller
+from jobs.api.base import TaktApi
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
 from jobs.serializers import ModelRulesSerializer
 from runs.slots import group_key, slot_holders  # the API is glue over all apps
@@ -50,9 +52,16 @@ from runs.variables import set_variable
 NAMED_JOBS = 20
 
 
+# The refusal of a name another request took meanwhile, by model.
+NAME_TAKEN = {
+    "concurrencygroup": gettext_noop("a concurrency group with this name exists already"),
+    "resultvariable": gettext_noop("a result variable with this name exists already"),
+}
+
+
 class InUse(APIException):
     status_code = status.HTTP_409_CONFLICT
-    default_detail = "in use by jobs"
+    default_detail = gettext_lazy("in use by jobs")
 
 
 IN_USE = OpenApiResponse(
@@ -65,7 +74,10 @@ def _jobs_text(jobs: QuerySet[Job]) -> str:
     rows = list(jobs.order_by("name", "pk").values_list("name", "pk")[: NAMED_JOBS + 1])
     text = ", ".join(f"{name!r} (#{pk})" for name, pk in rows[:NAMED_JOBS])
     if len(rows) > NAMED_JOBS:
-        text += f" and {jobs.count() - NAMED_JOBS} more"
+        text = gettext("%(jobs)s and %(count)s more") % {
+            "jobs": text,
+            "count": jobs.count() - NAMED_JOBS,
+        }
     return text
 
 
@@ -96,7 +108,7 @@ class ModelCleanSerializer(ModelRulesSerializer):
                 return write()
         except IntegrityError:
             raise serializers.ValidationError(
-                {"name": [f"a {self.Meta.model._meta.verbose_name} with this name exists already"]}
+                {"name": [gettext(NAME_TAKEN[self.Meta.model._meta.model_name])]}
             ) from None
 
 
@@ -187,7 +199,7 @@ class GroupFilter(NameFilter):
 
 
 @extend_schema_view(destroy=extend_schema(responses={204: None, 409: IN_USE}))
-class GroupViewSet(viewsets.ModelViewSet):
+class GroupViewSet(TaktApi, viewsets.ModelViewSet):
     """Concurrency groups (F-31): jobs in one group run at most `limit` at a
     time. `holders` are the runs holding its slots now."""
 
@@ -200,12 +212,15 @@ class GroupViewSet(viewsets.ModelViewSet):
 
     def perform_destroy(self, instance: ConcurrencyGroup) -> None:
         users = Job.objects.filter(concurrency_group=instance)
-        message = "jobs are in this group: {}: move them to another group (or none) first"
+        message = gettext_noop(
+            "jobs are in this group: %(jobs)s: move them to another group (or none) first"
+        )
         _delete_unless_used(instance, users, message)
 
 
 def _delete_unless_used(instance: Model, users: QuerySet[Job], message: str) -> None:
-    """Delete `instance`, or refuse (409 naming the jobs in `message`'s {})."""
+    """Delete `instance`, or refuse (409 naming the jobs in `message`'s
+    %(jobs)s, in the active language)."""
     try:
         with transaction.atomic():
             if not users.exists():
@@ -213,7 +228,7 @@ def _delete_unless_used(instance: Model, users: QuerySet[Job], message: str) -> 
                 return
     except ProtectedError:  # a job took it up meanwhile
         pass
-    raise InUse({"jobs": [message.format(_jobs_text(users))]})
+    raise InUse({"jobs": [gettext(message) % {"jobs": _jobs_text(users)}]})
 
 
 # --- result variables ---------------------------------------------------------------
@@ -299,7 +314,7 @@ class VariableFilter(NameFilter):
 
 
 @extend_schema_view(destroy=extend_schema(responses={204: None, 409: IN_USE}))
-class VariableViewSet(viewsets.ModelViewSet):
+class VariableViewSet(TaktApi, viewsets.ModelViewSet):
     """Result variables (F-32): the result code a job's runs write, and the
     value another job's condition waits for. PATCH `value` to set it by
     hand (e.g. -1 to hold the jobs waiting for 0)."""
@@ -315,7 +330,7 @@ class VariableViewSet(viewsets.ModelViewSet):
         users = Job.objects.filter(pk__in=instance.writers.values("pk")) | Job.objects.filter(
             pk__in=instance.readers.values("pk")
         )
-        message = "jobs write or read this variable: {}: change them first"
+        message = gettext_noop("jobs write or read this variable: %(jobs)s: change them first")
         _delete_unless_used(instance, users, message)
 
 

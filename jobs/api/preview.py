@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs.api.base import TaktApi
 from jobs.definitions import django_errors
 from jobs.preview import MAX_COUNT, preview_trigger
 from jobs.serializers import TriggerSerializer
@@ -58,7 +59,7 @@ def _flat_query(request: Request) -> dict[str, Any]:
     return data
 
 
-class SchedulePreviewView(APIView):
+class SchedulePreviewView(TaktApi, APIView):
     """Check a schedule: the next fire times of a trigger, in UTC, and the
     schedule in words; errors name the field, as saving would."""
 

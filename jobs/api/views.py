@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Min, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -20,6 +21,7 @@ from rest_framework.response import Response
 from heartbeats.queue_status import queue_status
 from jobs import services
 from jobs.api.auth import caller, is_user, job_token
+from jobs.api.base import TaktApi
 from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
@@ -62,6 +64,7 @@ class PauseSerializer(serializers.Serializer):
 
 
 class JobViewSet(
+    TaktApi,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -80,8 +83,8 @@ class JobViewSet(
     # Starting a run is governed by the job's API trigger permission (F-42).
     action_perms: dict[str, list[str]] = {
         "run": [],
-        "pause": ["jobs.change_job"],
-        "resume": ["jobs.change_job"],
+        "pause": ["takt_jobs.change_job"],
+        "resume": ["takt_jobs.change_job"],
     }
 
     def get_queryset(self) -> QuerySet[Job]:
@@ -97,10 +100,10 @@ class JobViewSet(
     def perform_destroy(self, instance: Job) -> None:
         if instance.code_managed:
             raise serializers.ValidationError(
-                {"code_managed": ["this job is declared in code: remove it there"]}
+                {"code_managed": [_("this job is declared in code: remove it there")]}
             )
         if instance.kind == JobKind.SCRIPT and not may_write_scripts(self.request.user):
-            raise PermissionDenied({"kind": [SUPERUSERS_ONLY]})
+            raise PermissionDenied({"kind": [_(SUPERUSERS_ONLY)]})
         with transaction.atomic():  # the script's audit row with the deletion (F-02)
             record_script_change(instance, instance.script, by=caller(self.request), deleted=True)
             instance.delete()
@@ -139,12 +142,12 @@ class JobViewSet(
         self._check_trigger_permission(request, job)
         if job.kind == JobKind.SCRIPT and not may_write_scripts(request.user):
             # F-02: a superuser's run, never a token's (whatever the job permits)
-            raise PermissionDenied({"kind": [SUPERUSERS_ONLY]})
+            raise PermissionDenied({"kind": [_(SUPERUSERS_ONLY)]})
         body = RunRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > 200:
-            raise serializers.ValidationError({"Idempotency-Key": ["at most 200 characters"]})
+            raise serializers.ValidationError({"Idempotency-Key": [_("at most 200 characters")]})
         run = enqueue_job(job, dedupe_key=key or None, **body.validated_data)
         replayed = getattr(run, "deduplicated", False)
         response = Response(
@@ -161,27 +164,29 @@ class JobViewSet(
             token = job_token(self.request)
             if token is not None and not is_user(self.request):
                 # Do not tell a job token which other jobs exist.
-                raise PermissionDenied(f"this token is for job #{token.job_id} only")
-            raise JobNotFound(f"no job with id {pk!r}")
+                raise PermissionDenied(
+                    _("this token is for job #%(id)s only") % {"id": token.job_id}
+                )
+            raise JobNotFound(_("no job with id %(id)r") % {"id": pk})
         return job
 
     @staticmethod
     def _check_trigger_permission(request: Request, job: Job) -> None:
         token = job_token(request)
         if token is not None and token.job_id != job.pk and not is_user(request):
-            raise PermissionDenied(f"this token is for job #{token.job_id} only")
+            raise PermissionDenied(_("this token is for job #%(id)s only") % {"id": token.job_id})
         own_token = token is not None and token.job_id == job.pk
         permission = job.api_trigger_permission
         if permission == ApiTriggerPermission.OFF:
-            refusal = (
+            refusal = _(
                 "starting this job through the API is off (set it to 'authenticated' or 'token')"
             )
         elif permission == ApiTriggerPermission.TOKEN and not own_token:
-            refusal = "this job starts only with an API token scoped to it"
+            refusal = _("this job starts only with an API token scoped to it")
         elif permission == ApiTriggerPermission.AUTHENTICATED and not (
             own_token or is_user(request)
         ):
-            refusal = "this job starts only for authenticated callers"
+            refusal = _("this job starts only for authenticated callers")
         else:
             return
         raise PermissionDenied({"api_trigger_permission": [refusal]})
@@ -195,7 +200,7 @@ class JobViewSet(
         body.is_valid(raise_exception=True)
         until = body.validated_data["until"]
         if until is not None and until <= timezone.now():
-            raise serializers.ValidationError({"until": ["must be in the future"]})
+            raise serializers.ValidationError({"until": [_("must be in the future")]})
         services.pause_job(
             job.pk,
             note=body.validated_data["note"],
@@ -265,7 +270,7 @@ class QueueSwitchSerializer(serializers.Serializer):
 
     def validate_until(self, value: Any) -> Any:
         if value is not None and value <= timezone.now():
-            raise serializers.ValidationError("must be in the future")
+            raise serializers.ValidationError(_("must be in the future"))
         return value
 
 
@@ -274,7 +279,7 @@ class MaintenanceSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class QueueViewSet(viewsets.ViewSet):
+class QueueViewSet(TaktApi, viewsets.ViewSet):
     """The queue (F-28, F-29, F-92): its state, pause/resume, maintenance."""
 
     # ModelPermissions falls back to the model's permissions for a request
@@ -282,10 +287,10 @@ class QueueViewSet(viewsets.ViewSet):
     queryset = QueueState.objects.none()
 
     action_perms = {
-        "status": ["jobs.view_queuestate"],
-        "pause": ["jobs.change_queuestate"],
-        "resume": ["jobs.change_queuestate"],
-        "maintenance": ["jobs.change_queuestate"],
+        "status": ["takt_jobs.view_queuestate"],
+        "pause": ["takt_jobs.change_queuestate"],
+        "resume": ["takt_jobs.change_queuestate"],
+        "maintenance": ["takt_jobs.change_queuestate"],
     }
 
     def _status(self) -> Response:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop
 
 NICE_MIN, NICE_MAX = 0, 19
 MAX_ARGS = 1000
@@ -74,10 +74,16 @@ def validate_command(
     if cwd:
         if not cwd.startswith("/"):
             raise TriggerError(
-                "cwd", f"{cwd!r} is a relative path: give the working directory as an absolute path"
+                "cwd",
+                gettext_noop(
+                    "%(cwd)r is a relative path: give the working directory as an absolute path"
+                ),
+                cwd=cwd,
             )
         if not is_dir(cwd):
-            raise TriggerError("cwd", f"{cwd!r} is not a directory on this machine")
+            raise TriggerError(
+                "cwd", gettext_noop("%(cwd)r is not a directory on this machine"), cwd=cwd
+            )
     return CommandSpec(
         argv=argv,
         shell=shell,
@@ -92,21 +98,27 @@ def _argv(raw: object, *, shell: bool) -> tuple[str, ...]:
     if not isinstance(raw, list | tuple) or not raw:
         example = "[\"sh -c '...'\"]" if shell else '["rsync", "-a", "/src/", "/dst/"]'
         raise TriggerError(
-            "command", f"a command job needs its command: a list of strings, e.g. {example}"
+            "command",
+            gettext_noop("a command job needs its command: a list of strings, e.g. %(example)s"),
+            example=example,
         )
     if any(not isinstance(a, str) for a in raw):
-        raise TriggerError("command", "every item of the command must be a string")
+        raise TriggerError("command", gettext_noop("every item of the command must be a string"))
     if len(raw) > MAX_ARGS:
-        raise TriggerError("command", f"at most {MAX_ARGS} arguments")
+        raise TriggerError(
+            "command", gettext_noop("at most %(max_args)s arguments"), max_args=MAX_ARGS
+        )
     if any("\x00" in a for a in raw):
-        raise TriggerError("command", "an argument cannot hold a NUL character")
+        raise TriggerError("command", gettext_noop("an argument cannot hold a NUL character"))
     if not raw[0].strip():
-        raise TriggerError("command", "the program (the first item) is empty")
+        raise TriggerError("command", gettext_noop("the program (the first item) is empty"))
     if shell and len(raw) != 1:
         raise TriggerError(
             "command",
-            "with shell on, the command is one command line (a list of one string),"
-            f" not {len(raw)} items",
+            gettext_noop(
+                "with shell on, the command is one command line (a list of one string), not %(count)s items"
+            ),
+            count=len(raw),
         )
     return tuple(raw)
 
@@ -115,16 +127,24 @@ def _env(raw: object) -> dict[str, str]:
     if raw in (None, ""):
         return {}
     if not isinstance(raw, Mapping):
-        raise TriggerError("env", 'environment additions are a JSON object, e.g. {"LANG": "C"}')
+        raise TriggerError(
+            "env", gettext_noop('environment additions are a JSON object, e.g. {"LANG": "C"}')
+        )
     for name, value in raw.items():
         if not isinstance(name, str) or not name or "=" in name or "\x00" in name:
-            raise TriggerError("env", f"{name!r} is not a variable name")
+            raise TriggerError("env", gettext_noop("%(name)r is not a variable name"), name=name)
         if not isinstance(value, str):
             raise TriggerError(
-                "env", f"{name}: the value must be a string, got {type(value).__name__} {value!r}"
+                "env",
+                gettext_noop("%(name)s: the value must be a string, got %(type)s %(value)r"),
+                name=name,
+                type=type(value).__name__,
+                value=value,
             )
         if "\x00" in value:
-            raise TriggerError("env", f"{name}: the value cannot hold a NUL character")
+            raise TriggerError(
+                "env", gettext_noop("%(name)s: the value cannot hold a NUL character"), name=name
+            )
     return dict(raw)
 
 
@@ -132,8 +152,12 @@ def _nice(raw: object) -> int:
     if not isinstance(raw, int) or isinstance(raw, bool) or not NICE_MIN <= raw <= NICE_MAX:
         raise TriggerError(
             "nice",
-            f"the process priority (nice) is a whole number from {NICE_MIN} (normal)"
-            f" to {NICE_MAX} (lowest), got {raw!r}",
+            gettext_noop(
+                "the process priority (nice) is a whole number from %(nice_min)s (normal) to %(nice_max)s (lowest), got %(raw)r"
+            ),
+            nice_min=NICE_MIN,
+            nice_max=NICE_MAX,
+            raw=raw,
         )
     return raw
 
@@ -144,7 +168,11 @@ def _codes(raw: object) -> tuple[int, ...]:
     if not isinstance(raw, list | tuple) or any(
         not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= 255 for c in raw
     ):
-        raise TriggerError("success_codes", f"exit codes from 0 to 255, e.g. [0, 1], got {raw!r}")
+        raise TriggerError(
+            "success_codes",
+            gettext_noop("exit codes from 0 to 255, e.g. [0, 1], got %(raw)r"),
+            raw=raw,
+        )
     return tuple(sorted(set(raw)))
 
 

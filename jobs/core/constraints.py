@@ -18,11 +18,11 @@ closed weekend costs a few steps. A trigger with no allowed fire time within
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from jobs.core.cron import TriggerError, cron_fire_times, zone_of
+from jobs.core.cron import TriggerError, cron_fire_times, gettext_noop, same, zone_of
 
 MAX_GAP = timedelta(days=1830)  # about 5 years
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -51,9 +51,9 @@ class Constraints:
 
 def _check_time(value: object, field: str) -> time:
     if not isinstance(value, time):
-        raise TriggerError(field, "must be a time of day")
+        raise TriggerError(field, gettext_noop("must be a time of day"))
     if value.tzinfo is not None:
-        raise TriggerError(field, "must be a local time of day without a time zone")
+        raise TriggerError(field, gettext_noop("must be a local time of day without a time zone"))
     return value
 
 
@@ -66,30 +66,41 @@ def validate_constraints(constraints: Constraints | None) -> Constraints | None:
     if constraints is None:
         return None
     if not isinstance(constraints, Constraints):
-        raise TriggerError("constraints", f"expected Constraints, got {constraints!r}")
+        raise TriggerError(
+            "constraints",
+            gettext_noop("expected Constraints, got %(constraints)r"),
+            constraints=constraints,
+        )
     weekdays = frozenset(constraints.weekdays)
     if not weekdays:
-        raise TriggerError("weekdays", "choose at least one weekday")
+        raise TriggerError("weekdays", gettext_noop("choose at least one weekday"))
     for day in sorted(weekdays, key=repr):
         if not isinstance(day, int) or isinstance(day, bool) or not 0 <= day <= 6:
             raise TriggerError(
-                "weekdays", f"{day!r} is not a weekday: use 0 (Monday) to 6 (Sunday)"
+                "weekdays",
+                gettext_noop("%(day)r is not a weekday: use 0 (Monday) to 6 (Sunday)"),
+                day=day,
             )
     start, end = constraints.window_start, constraints.window_end
     if (start is None) != (end is None):
         missing, given = (
             ("window_end", "window_start") if end is None else ("window_start", "window_end")
         )
-        raise TriggerError(missing, f"is required when {given} is set")
+        raise TriggerError(missing, gettext_noop("is required when %(given)s is set"), given=given)
     if start is not None and end is not None:
         if _check_time(start, "window_start") == _check_time(end, "window_end"):
             raise TriggerError(
-                "window_end", "must differ from window_start: leave both empty for the whole day"
+                "window_end",
+                gettext_noop("must differ from window_start: leave both empty for the whole day"),
             )
     excluded = frozenset(constraints.excluded_dates)
     for excluded_day in excluded:
         if not isinstance(excluded_day, date) or isinstance(excluded_day, datetime):
-            raise TriggerError("excluded_dates", f"{excluded_day!r} is not a date")
+            raise TriggerError(
+                "excluded_dates",
+                gettext_noop("%(excluded_day)r is not a date"),
+                excluded_day=excluded_day,
+            )
     if weekdays == ALL_WEEKDAYS and start is None and not excluded:
         return None
     return Constraints(weekdays, start, end, excluded)
@@ -104,7 +115,9 @@ def check_fixed_times(constraints: Constraints | None, times: tuple[time, ...]) 
         if not _in_window(constraints, moment):
             raise TriggerError(
                 "window_start",
-                f"the fixed time {_clock(moment)} is outside the window {window_words(constraints)}",
+                gettext_noop("the fixed time %(clock)s is outside the window %(window_words)s"),
+                clock=_clock(moment),
+                window_words=window_words(constraints),
             )
 
 
@@ -311,13 +324,26 @@ def window_words(constraints: Constraints) -> str:
     return f"{_clock(constraints.window_start)}-{_clock(constraints.window_end)}"
 
 
-def weekday_words(weekdays: frozenset[int]) -> str:
+# The weekdays' names, marked for translation (WEEKDAY_NAMES stays English).
+_DAY_NAMES = (
+    gettext_noop("Monday"),
+    gettext_noop("Tuesday"),
+    gettext_noop("Wednesday"),
+    gettext_noop("Thursday"),
+    gettext_noop("Friday"),
+    gettext_noop("Saturday"),
+    gettext_noop("Sunday"),
+)
+
+
+def weekday_words(weekdays: frozenset[int], translate: Callable[[str], str] = same) -> str:
     """Weekdays (0 = Monday) in words: "Monday through Friday", "Monday,
     Wednesday and Friday", "Saturday and Sunday", "Friday through Monday"
-    (runs may wrap around the week), "every day", "no day"."""
+    (runs may wrap around the week), "every day", "no day". `translate`
+    turns each marked English template into the reader's language."""
     days = sorted(weekdays)
     if len(days) in (0, 7):
-        return "every day" if days else "no day"
+        return translate(gettext_noop("every day") if days else gettext_noop("no day"))
     first = next(d for d in range(7) if (d - 1) % 7 not in weekdays and d in weekdays)
     runs: list[list[int]] = []
     for offset in range(7):
@@ -329,30 +355,44 @@ def weekday_words(weekdays: frozenset[int]) -> str:
                 runs.append([day])
     parts: list[str] = []
     for run in runs:
-        names = [WEEKDAY_NAMES[d] for d in run]
-        parts.extend([f"{names[0]} through {names[-1]}"] if len(run) > 2 else names)
-    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+        names = [translate(_DAY_NAMES[d]) for d in run]
+        if len(run) > 2:
+            through = translate(gettext_noop("%(first)s through %(last)s"))
+            parts.append(through % {"first": names[0], "last": names[-1]})
+        else:
+            parts.extend(names)
+    if len(parts) == 1:
+        return parts[0]
+    return translate(gettext_noop("%(days)s and %(last)s")) % {
+        "days": ", ".join(parts[:-1]),
+        "last": parts[-1],
+    }
 
 
-def restriction_words(constraints: Constraints | None) -> str:
+def restriction_words(
+    constraints: Constraints | None, translate: Callable[[str], str] = same
+) -> str:
     """The weekdays and window to append to a trigger's words, as in
     ", Monday through Friday, between 05:30 and 06:00"; "" when unrestricted."""
     if constraints is None:
         return ""
     words = ""
     if constraints.weekdays != ALL_WEEKDAYS:
-        words += f", {weekday_words(constraints.weekdays)}"
+        words += f", {weekday_words(constraints.weekdays, translate)}"
     if constraints.window_start is not None and constraints.window_end is not None:
-        words += (
-            f", between {_clock(constraints.window_start)} and {_clock(constraints.window_end)}"
-        )
+        words += translate(gettext_noop(", between %(start)s and %(end)s")) % {
+            "start": _clock(constraints.window_start),
+            "end": _clock(constraints.window_end),
+        }
     return words
 
 
-def exclusion_words(constraints: Constraints | None) -> str:
+def exclusion_words(constraints: Constraints | None, translate: Callable[[str], str] = same) -> str:
     """The excluded dates to append to a trigger's words, as in ", except 12
     excluded days"; "" without excluded dates."""
     count = len(constraints.excluded_dates) if constraints else 0
     if not count:
         return ""
-    return f", except {count} excluded day{'' if count == 1 else 's'}"
+    if count == 1:
+        return translate(gettext_noop(", except %(count)d excluded day")) % {"count": count}
+    return translate(gettext_noop(", except %(count)d excluded days")) % {"count": count}

@@ -21,7 +21,8 @@ times in cronsim and `_wall_to_utc` maps each one to an instant.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -33,13 +34,30 @@ _TINY = timedelta(microseconds=1)
 _ZERO = timedelta(0)
 
 
-class TriggerError(ValueError):
-    """Invalid trigger input; ``field`` names the model field, ``message`` says what is wrong."""
+def gettext_noop(message: str) -> str:
+    """Marks `message` for translation (makemessages finds it) and returns it
+    unchanged: the pure core imports no Django; the edge translates
+    (jobs/i18n.py: gettext(error.template) % error.params)."""
+    return message
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+
+def same(message: str) -> str:
+    """The default `translate` of the words functions: English as marked."""
+    return message
+
+
+class TriggerError(ValueError):
+    """Invalid trigger input; ``field`` names the model field, ``message`` says
+    what is wrong (in English). A message marked with gettext_noop keeps its
+    ``template`` and named ``params`` apart, so the edge can translate it."""
+
+    def __init__(self, field: str, message: str, /, **params: object) -> None:
+        text = message % params if params else message
+        super().__init__(f"{field}: {text}")
         self.field = field
-        self.message = message
+        self.message = text
+        self.template = message
+        self.params = params
 
 
 # (name, lowest, highest) per cron field; 5-field expressions drop "second".
@@ -59,8 +77,10 @@ _NAMES = {
 _DAY_FIELDS = ("day-of-month", "day-of-week")
 
 
-def _cron_error(field: str, message: str) -> TriggerError:
-    return TriggerError("cron_expression", f"{field}: {message}")
+def _cron_error(field: str, message: str, **params: object) -> TriggerError:
+    """An error of one cron field: `message` starts with "%(field)s: " (the
+    field's name stays English: it is the cron syntax's own word)."""
+    return TriggerError("cron_expression", message, field=field, **params)
 
 
 @functools.cache
@@ -75,7 +95,7 @@ def canonical_timezone(name: str) -> str:
     ("europe/vienna" -> "Europe/Vienna"). Raises TriggerError("timezone")."""
     canonical = _zone_names().get(name.strip().casefold()) if isinstance(name, str) else None
     if canonical is None:
-        raise TriggerError("timezone", f"unknown time zone {name!r}")
+        raise TriggerError("timezone", gettext_noop("unknown time zone %(name)r"), name=name)
     return canonical
 
 
@@ -85,10 +105,21 @@ def _value(field: tuple[str, int, int], text: str) -> int:
     if text in names:
         return names[text]
     if not (text.isascii() and text.isdigit()):
-        what = "a number or a name" if names else "a number"
-        raise _cron_error(name, f"{text!r} is not {what}" if text else "empty value")
+        if not text:
+            raise _cron_error(name, gettext_noop("%(field)s: empty value"))
+        if names:
+            raise _cron_error(
+                name, gettext_noop("%(field)s: %(text)r is not a number or a name"), text=text
+            )
+        raise _cron_error(name, gettext_noop("%(field)s: %(text)r is not a number"), text=text)
     if not lowest <= int(text) <= highest:
-        raise _cron_error(name, f"{int(text)} is out of range {lowest}-{highest}")
+        raise _cron_error(
+            name,
+            gettext_noop("%(field)s: %(value)d is out of range %(lowest)d-%(highest)d"),
+            value=int(text),
+            lowest=lowest,
+            highest=highest,
+        )
     return int(text)
 
 
@@ -102,19 +133,29 @@ def _normalize_term(field: tuple[str, int, int], term: str) -> str:
         day, _, nth = term.partition("#")
         _value(field, day)
         if nth not in ("1", "2", "3", "4", "5"):
-            raise _cron_error(name, f"'#{nth}' must be #1 to #5")
+            raise _cron_error(name, gettext_noop("%(field)s: '#%(nth)s' must be #1 to #5"), nth=nth)
         return term
     if name == "day-of-week" and term.endswith("L"):
         if term == "L":
-            raise _cron_error(name, "'L' needs a day before it, e.g. 5L for the last Friday")
+            raise _cron_error(
+                name,
+                gettext_noop("%(field)s: 'L' needs a day before it, e.g. 5L for the last Friday"),
+            )
         return f"{_value(field, term[:-1])}L"  # cronsim reads only a number before L
     base, slash, step = term.partition("/")
     if slash and not (step.isascii() and step.isdigit() and 0 < int(step) <= highest - lowest):
-        raise _cron_error(name, f"step {step!r} must be a number from 1 to {highest - lowest}")
+        raise _cron_error(
+            name,
+            gettext_noop("%(field)s: step %(step)r must be a number from 1 to %(most)d"),
+            step=step,
+            most=highest - lowest,
+        )
     if "-" in base:
         start, _, end = base.partition("-")
         if _value(field, start) > _value(field, end):
-            raise _cron_error(name, f"range {base} runs backwards")
+            raise _cron_error(
+                name, gettext_noop("%(field)s: range %(range)s runs backwards"), range=base
+            )
     elif base != "*":
         _value(field, base)
     return term
@@ -130,12 +171,19 @@ def normalize_cron(expression: str) -> str:
     """
     parts = expression.upper().split() if isinstance(expression, str) else []
     if len(parts) not in (5, 6):
-        raise TriggerError("cron_expression", f"expected 5 or 6 fields, got {len(parts)}")
+        raise TriggerError(
+            "cron_expression",
+            gettext_noop("expected 5 or 6 fields, got %(count)d"),
+            count=len(parts),
+        )
     fields = _FIELDS[6 - len(parts) :]
     normalized = []
     for field, text in zip(fields, parts, strict=True):
         if text == "?" and field[0] not in _DAY_FIELDS:
-            raise _cron_error(field[0], "'?' is allowed only in day-of-month and day-of-week")
+            raise _cron_error(
+                field[0],
+                gettext_noop("%(field)s: '?' is allowed only in day-of-month and day-of-week"),
+            )
         terms = ["*"] if text == "?" else [_normalize_term(field, t) for t in text.split(",")]
         normalized.append(",".join(terms))
     result = " ".join(normalized)
@@ -147,10 +195,15 @@ def normalize_cron(expression: str) -> str:
         # selected month has (31 in April, 30 in February).
         dom, month = normalized[-3], normalized[-2]
         raise TriggerError(
-            "cron_expression", f"never fires: day-of-month {dom} does not occur in month {month}"
+            "cron_expression",
+            gettext_noop("never fires: day-of-month %(dom)s does not occur in month %(month)s"),
+            dom=dom,
+            month=month,
         ) from None
     except StopIteration:
-        raise TriggerError("cron_expression", "never fires: no date matches") from None
+        raise TriggerError(
+            "cron_expression", gettext_noop("never fires: no date matches")
+        ) from None
     return result
 
 
@@ -241,10 +294,36 @@ def cron_fire_times(
 # --- words ------------------------------------------------------------------
 
 
-def cron_words(expression: str) -> str:
+# cron-descriptor names days and months in the process's locale (English
+# here); its other languages translate the rest of the sentence.
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+# How cron-descriptor joins the day-of-week clause, per locale: (", or ", "only ").
+_EITHER = {"en_US": (", or ", "only "), "de_DE": (", oder ", "nur ")}
+
+
+def cron_words(
+    expression: str, locale_code: str = "en_US", translate: Callable[[str], str] = same
+) -> str:
+    """A cron expression in words by cron-descriptor, in `locale_code` (one
+    of _EITHER's); day and month names through `translate`."""
     options = Options()
-    options.locale_code = "en_US"  # not the process locale: the admin is in English
+    options.locale_code = locale_code  # not the process locale
     options.use_24hour_time_format = True
+    either_word, only_word = _EITHER.get(locale_code, _EITHER["en_US"])
     try:
         descriptor = ExpressionDescriptor(expression, options)
         words = str(descriptor.get_description())
@@ -255,9 +334,12 @@ def cron_words(expression: str) -> str:
             # (cron-descriptor 2 says "or" itself; 1.x, which django-celery-beat
             # pins, does not.)
             day = str(descriptor.get_day_of_week_description())
-            if not day.startswith(", or "):
-                either = day.removeprefix(", ").removeprefix("only ")
-                words = words.replace(day, f", or {either}", 1)
+            if not day.startswith(either_word):
+                either = day.removeprefix(", ").removeprefix(only_word)
+                words = words.replace(day, f"{either_word}{either}", 1)
+        if locale_code != "en_US":
+            names = "|".join(_DAY_NAMES + _MONTH_NAMES)
+            words = re.sub(rf"\b({names})\b", lambda m: translate(m.group(1)), words)
         return words
     except Exception:  # cron-descriptor rejects a few forms cronsim takes
         return f"cron {expression}"

@@ -43,7 +43,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from cronsim import CronSim
 
 from jobs.core.constraints import Constraints, allows
-from jobs.core.cron import TriggerError, canonical_timezone, compile_cron, zone_of
+from jobs.core.cron import TriggerError, canonical_timezone, compile_cron, gettext_noop, zone_of
 from jobs.core.local_hours import (
     DAY_US,
     HOUR_US,
@@ -344,7 +344,12 @@ def compute_forecast(
     is listed in `invalid` and not counted. Raises TriggerError("timezone")
     for an unknown zone, TriggerError("days") for a count out of range."""
     if not 1 <= days <= MAX_DAYS:
-        raise TriggerError("days", f"must be between 1 and {MAX_DAYS}, got {days}")
+        raise TriggerError(
+            "days",
+            gettext_noop("must be between 1 and %(max_days)s, got %(days)s"),
+            max_days=MAX_DAYS,
+            days=days,
+        )
     cells, start_us, end_us = display_cells(zone_of(zone), now, days)
     plans = _Plans(cells, max(to_us(now), start_us), end_us)
     result = Forecast(

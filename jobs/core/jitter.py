@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop
 
 MAX_JITTER_S = 86_400
 
@@ -21,11 +21,16 @@ def validate_jitter(max_seconds: int) -> int:
     Raises TriggerError("jitter_seconds")."""
     if not isinstance(max_seconds, int) or isinstance(max_seconds, bool):
         raise TriggerError(
-            "jitter_seconds", f"must be a whole number of seconds, got {max_seconds!r}"
+            "jitter_seconds",
+            gettext_noop("must be a whole number of seconds, got %(max_seconds)r"),
+            max_seconds=max_seconds,
         )
     if not 0 <= max_seconds <= MAX_JITTER_S:
         raise TriggerError(
-            "jitter_seconds", f"must be between 0 and {MAX_JITTER_S} seconds, got {max_seconds}"
+            "jitter_seconds",
+            gettext_noop("must be between 0 and %(max_jitter_s)s seconds, got %(max_seconds)s"),
+            max_jitter_s=MAX_JITTER_S,
+            max_seconds=max_seconds,
         )
     return max_seconds
 
@@ -38,7 +43,7 @@ def compute_jitter(key: str, fire_at: datetime, max_seconds: int) -> timedelta:
     outside 0..86400 and TriggerError("fire_at") for a naive `fire_at`."""
     validate_jitter(max_seconds)
     if not isinstance(fire_at, datetime) or fire_at.utcoffset() is None:
-        raise TriggerError("fire_at", "must be a timezone-aware date and time")
+        raise TriggerError("fire_at", gettext_noop("must be a timezone-aware date and time"))
     if max_seconds == 0:
         return timedelta(0)
     message = f"{key}\x00{fire_at.astimezone(UTC).isoformat()}".encode()

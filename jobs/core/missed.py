@@ -66,6 +66,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import assert_never
 
+from jobs.core.cron import gettext_noop
 from jobs.core.due import DEFAULT_MAX_SCAN, TINY, DueTimes, DueWindow, compute_due_window
 from jobs.core.triggers import (
     IntervalAnchor,
@@ -175,24 +176,43 @@ def validate_missed_run_rules(rules: MissedRunRules) -> MissedRunRules:
     (negative), "misfire_grace_s" (negative), "coalesce_until" (naive).
     """
     if rules.policy not in MissedRunPolicy.__members__.values():
-        raise TriggerError("missed_run_policy", f"unknown policy {rules.policy!r}")
+        raise TriggerError(
+            "missed_run_policy", gettext_noop("unknown policy %(policy)r"), policy=rules.policy
+        )
     if rules.pick not in CatchupPick.__members__.values():
-        raise TriggerError("catchup_pick", f"unknown pick {rules.pick!r}")
+        raise TriggerError("catchup_pick", gettext_noop("unknown pick %(pick)r"), pick=rules.pick)
     max_runs = rules.max_runs
     if not isinstance(max_runs, int) or isinstance(max_runs, bool):
-        raise TriggerError("catchup_max_runs", f"must be a whole number, got {max_runs!r}")
+        raise TriggerError(
+            "catchup_max_runs",
+            gettext_noop("must be a whole number, got %(max_runs)r"),
+            max_runs=max_runs,
+        )
     if not 1 <= max_runs <= MAX_RUNS_LIMIT:
         raise TriggerError(
-            "catchup_max_runs", f"must be between 1 and {MAX_RUNS_LIMIT}, got {max_runs}"
+            "catchup_max_runs",
+            gettext_noop("must be between 1 and %(max_runs_limit)s, got %(max_runs)s"),
+            max_runs_limit=MAX_RUNS_LIMIT,
+            max_runs=max_runs,
         )
     if rules.window is not None and not _is_duration(rules.window):
-        raise TriggerError("catchup_window_s", f"must be 0 seconds or more, got {rules.window!r}")
+        raise TriggerError(
+            "catchup_window_s",
+            gettext_noop("must be 0 seconds or more, got %(window)r"),
+            window=rules.window,
+        )
     if not _is_duration(rules.grace):
-        raise TriggerError("misfire_grace_s", f"must be 0 seconds or more, got {rules.grace!r}")
+        raise TriggerError(
+            "misfire_grace_s",
+            gettext_noop("must be 0 seconds or more, got %(grace)r"),
+            grace=rules.grace,
+        )
     until = rules.coalesce_until
     if until is not None:
         if not isinstance(until, datetime) or until.utcoffset() is None:
-            raise TriggerError("coalesce_until", "must be a timezone-aware date and time")
+            raise TriggerError(
+                "coalesce_until", gettext_noop("must be a timezone-aware date and time")
+            )
         until = until.astimezone(UTC)
     return replace(
         rules,

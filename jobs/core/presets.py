@@ -10,12 +10,13 @@ the gap, a time that occurs twice fires once, at its first occurrence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import time
 from enum import StrEnum
 
 from jobs.core.constraints import Constraints
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop, same
 
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
@@ -86,18 +87,24 @@ _WORDS = {
 
 def _number(value: object, field: str, lowest: int, highest: int) -> int:
     if value is None:
-        raise TriggerError(field, "is required for this calendar rule")
+        raise TriggerError(field, gettext_noop("is required for this calendar rule"))
     if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
-        raise TriggerError(field, f"must be a number from {lowest} to {highest}, got {value!r}")
+        raise TriggerError(
+            field,
+            gettext_noop("must be a number from %(lowest)s to %(highest)s, got %(value)r"),
+            lowest=lowest,
+            highest=highest,
+            value=value,
+        )
     return value
 
 
 def _check_day_month(spec: CalendarSpec) -> tuple[int | None, int | None]:
     uses_day = spec.rule in (CalendarRule.DAY_OF_MONTH, CalendarRule.DATE)
     if not uses_day and spec.day is not None:
-        raise TriggerError("day", "is used only by the rules day_of_month and date")
+        raise TriggerError("day", gettext_noop("is used only by the rules day_of_month and date"))
     if spec.rule is not CalendarRule.DATE and spec.month is not None:
-        raise TriggerError("month", "is used only by the rule date")
+        raise TriggerError("month", gettext_noop("is used only by the rule date"))
     if not uses_day:
         return None, None
     day = _number(spec.day, "day", 1, 31)
@@ -105,7 +112,12 @@ def _check_day_month(spec: CalendarSpec) -> tuple[int | None, int | None]:
         return day, None
     month = _number(spec.month, "month", 1, 12)
     if day > _MONTH_DAYS[month - 1]:
-        raise TriggerError("day", f"{day} {MONTH_NAMES[month - 1]} never occurs")
+        raise TriggerError(
+            "day",
+            gettext_noop("%(day)s %(month_name)s never occurs"),
+            day=day,
+            month_name=MONTH_NAMES[month - 1],
+        )
     return day, month
 
 
@@ -118,15 +130,15 @@ def check_calendar(spec: CalendarSpec) -> CalendarSpec:
     30 February), "month" (missing or outside 1..12 for DATE, or set for
     another rule)."""
     if spec.rule not in CalendarRule.__members__.values():
-        raise TriggerError("rule", f"unknown calendar rule {spec.rule!r}")
+        raise TriggerError("rule", gettext_noop("unknown calendar rule %(rule)r"), rule=spec.rule)
     spec = CalendarSpec(
         CalendarRule(spec.rule), spec.at, spec.timezone, spec.day, spec.month, spec.constraints
     )
     at = spec.at
     if not isinstance(at, time) or at.tzinfo is not None:
-        raise TriggerError("at", "must be a local time of day without a time zone")
+        raise TriggerError("at", gettext_noop("must be a local time of day without a time zone"))
     if at.microsecond:
-        raise TriggerError("at", "must be a whole number of seconds")
+        raise TriggerError("at", gettext_noop("must be a whole number of seconds"))
     _check_day_month(spec)
     return spec
 
@@ -142,7 +154,35 @@ def calendar_cron(spec: CalendarSpec) -> str:
     return f"{clock} {dom} {months} *"
 
 
-def calendar_words(spec: CalendarSpec) -> str:
+# Each preset's words with its time of day.
+_AT_WORDS = {
+    CalendarRule.DAILY: gettext_noop("daily at %(clock)s"),
+    CalendarRule.MONTH_START: gettext_noop("on the first day of each month at %(clock)s"),
+    CalendarRule.MONTH_END: gettext_noop("on the last day of each month at %(clock)s"),
+    CalendarRule.QUARTER_START: gettext_noop("on the first day of each quarter at %(clock)s"),
+    CalendarRule.QUARTER_END: gettext_noop("on the last day of each quarter at %(clock)s"),
+    CalendarRule.HALF_YEAR_START: gettext_noop("on the first day of each half-year at %(clock)s"),
+    CalendarRule.HALF_YEAR_END: gettext_noop("on the last day of each half-year at %(clock)s"),
+    CalendarRule.YEAR_START: gettext_noop("on the first day of each year at %(clock)s"),
+    CalendarRule.YEAR_END: gettext_noop("on the last day of each year at %(clock)s"),
+}
+_MONTH_WORDS = (
+    gettext_noop("January"),
+    gettext_noop("February"),
+    gettext_noop("March"),
+    gettext_noop("April"),
+    gettext_noop("May"),
+    gettext_noop("June"),
+    gettext_noop("July"),
+    gettext_noop("August"),
+    gettext_noop("September"),
+    gettext_noop("October"),
+    gettext_noop("November"),
+    gettext_noop("December"),
+)
+
+
+def calendar_words(spec: CalendarSpec, translate: Callable[[str], str] = same) -> str:
     """The preset in words, without its time zone: "daily at 05:31",
     "monthly on day 15 at 06:00", "every year on 24 December at 18:00", "on
     the last day of each quarter at 23:00". Raises TriggerError as
@@ -151,8 +191,10 @@ def calendar_words(spec: CalendarSpec) -> str:
     day, month = _check_day_month(spec)
     clock = spec.at.strftime("%H:%M:%S" if spec.at.second else "%H:%M")
     if spec.rule is CalendarRule.DAY_OF_MONTH:
-        return f"monthly on day {day} at {clock}"
+        words = translate(gettext_noop("monthly on day %(day)s at %(clock)s"))
+        return words % {"day": day, "clock": clock}
     if spec.rule is CalendarRule.DATE:
         assert month is not None
-        return f"every year on {day} {MONTH_NAMES[month - 1]} at {clock}"
-    return f"{_WORDS[spec.rule]} at {clock}"
+        words = translate(gettext_noop("every year on %(day)s %(month)s at %(clock)s"))
+        return words % {"day": day, "month": translate(_MONTH_WORDS[month - 1]), "clock": clock}
+    return translate(_AT_WORDS[spec.rule]) % {"clock": clock}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop
 
 MAX_INSTANCES = 100
 MAX_BUFFERED = 1000
@@ -42,11 +42,21 @@ class OverlapRules:
 def validate_overlap_rules(rules: OverlapRules) -> OverlapRules:
     """Raises TriggerError naming the field."""
     if rules.policy not in Overlap.__members__.values():
-        raise TriggerError("overlap_policy", f"unknown overlap policy {rules.policy!r}")
+        raise TriggerError(
+            "overlap_policy", gettext_noop("unknown overlap policy %(policy)r"), policy=rules.policy
+        )
     if not 1 <= rules.max_instances <= MAX_INSTANCES:
-        raise TriggerError("max_instances", f"must be between 1 and {MAX_INSTANCES}")
+        raise TriggerError(
+            "max_instances",
+            gettext_noop("must be between 1 and %(max_instances)s"),
+            max_instances=MAX_INSTANCES,
+        )
     if not 1 <= rules.max_buffered <= MAX_BUFFERED:
-        raise TriggerError("max_buffered", f"must be between 1 and {MAX_BUFFERED}")
+        raise TriggerError(
+            "max_buffered",
+            gettext_noop("must be between 1 and %(max_buffered)s"),
+            max_buffered=MAX_BUFFERED,
+        )
     return rules
 
 
@@ -71,23 +81,32 @@ class RetryRules:
 def validate_retry_rules(rules: RetryRules) -> RetryRules:
     """Raises TriggerError naming the job field."""
     if not 0 <= rules.max_retries <= MAX_RETRIES:
-        raise TriggerError("max_retries", f"must be between 0 and {MAX_RETRIES}")
+        raise TriggerError(
+            "max_retries",
+            gettext_noop("must be between 0 and %(max_retries)s"),
+            max_retries=MAX_RETRIES,
+        )
     if rules.base <= timedelta(0):
-        raise TriggerError("retry_backoff_s", "must be at least 1 second")
+        raise TriggerError("retry_backoff_s", gettext_noop("must be at least 1 second"))
     if rules.factor < 1:
-        raise TriggerError("retry_backoff_factor", "must be 1 or more (1 = a constant delay)")
+        raise TriggerError(
+            "retry_backoff_factor", gettext_noop("must be 1 or more (1 = a constant delay)")
+        )
     if rules.max_delay < rules.base:
         raise TriggerError(
             "retry_backoff_max_s",
-            f"the cap ({rules.max_delay.total_seconds():g} s) is below the base delay"
-            f" ({rules.base.total_seconds():g} s)",
+            gettext_noop("the cap (%(cap)s s) is below the base delay (%(base)s s)"),
+            cap=format(rules.max_delay.total_seconds(), "g"),
+            base=format(rules.base.total_seconds(), "g"),
         )
     if not 0 <= rules.jitter <= 1:
-        raise TriggerError("retry_jitter", "must be a fraction from 0 to 1")
+        raise TriggerError("retry_jitter", gettext_noop("must be a fraction from 0 to 1"))
     for name in rules.non_retryable:
         if not name.replace(".", "").replace("_", "").isalnum():
             raise TriggerError(
-                "non_retryable_exceptions", f"{name!r} is not an exception class name"
+                "non_retryable_exceptions",
+                gettext_noop("%(name)r is not an exception class name"),
+                name=name,
             )
     return rules
 

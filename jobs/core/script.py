@@ -10,7 +10,7 @@ import difflib
 import signal
 
 from jobs.core.command import Exit
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop
 
 MAX_SCRIPT_CHARS = 200_000
 # The file name compile() and tracebacks show for a script.
@@ -24,12 +24,18 @@ def check_script(source: object) -> None:
     `x = (1,`"."""
     if not isinstance(source, str) or not source.strip():
         raise TriggerError(
-            "script", 'a script job needs its script: Python source, e.g. job.log("hello")'
+            "script",
+            gettext_noop('a script job needs its script: Python source, e.g. job.log("hello")'),
         )
     if len(source) > MAX_SCRIPT_CHARS:
-        raise TriggerError("script", f"at most {MAX_SCRIPT_CHARS} characters, got {len(source)}")
+        raise TriggerError(
+            "script",
+            gettext_noop("at most %(max_script_chars)s characters, got %(count)s"),
+            max_script_chars=MAX_SCRIPT_CHARS,
+            count=len(source),
+        )
     if "\x00" in source:
-        raise TriggerError("script", "a script cannot hold a NUL character")
+        raise TriggerError("script", gettext_noop("a script cannot hold a NUL character"))
     try:
         compile(source, SCRIPT_FILENAME, "exec", dont_inherit=True)
     except SyntaxError as exc:

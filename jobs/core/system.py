@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop
 
 MAINTENANCE_SECTIONS = ("lost", "expire", "cleanup", "checks")
 
@@ -69,13 +69,27 @@ def validate_system(target: str, params: Mapping[str, object]) -> SystemFunction
     function = SYSTEM_FUNCTIONS.get(target)
     if function is None:
         known = ", ".join(SYSTEM_FUNCTIONS)
-        got = f"{target!r} is not" if target else "no target is"
-        raise TriggerError("target", f"{got} a system function (one of {known})")
+        if not target:
+            raise TriggerError(
+                "target",
+                gettext_noop("no target is a system function (one of %(known)s)"),
+                known=known,
+            )
+        raise TriggerError(
+            "target",
+            gettext_noop("%(target)r is not a system function (one of %(known)s)"),
+            target=target,
+            known=known,
+        )
     unknown = sorted(set(params) - set(function.params))
     if unknown:
         takes = ", ".join(function.params) or "none"
         raise TriggerError(
-            "params", f"{target} does not take {', '.join(unknown)} (it takes: {takes})"
+            "params",
+            gettext_noop("%(target)s does not take %(unknown)s (it takes: %(takes)s)"),
+            target=target,
+            unknown=", ".join(unknown),
+            takes=takes,
         )
     for name, value in params.items():
         _check(name, function.params[name], value)
@@ -84,7 +98,9 @@ def validate_system(target: str, params: Mapping[str, object]) -> SystemFunction
 
 def _check(name: str, param: Param, value: object) -> None:
     if param.kind == "text" and not isinstance(value, str):
-        raise TriggerError("params", f"{name}: a string, got {value!r}")
+        raise TriggerError(
+            "params", gettext_noop("%(name)s: a string, got %(value)r"), name=name, value=value
+        )
     if param.kind == "sections":
         if (
             not isinstance(value, list)
@@ -93,5 +109,8 @@ def _check(name: str, param: Param, value: object) -> None:
         ):
             raise TriggerError(
                 "params",
-                f"{name}: a list of sections of {', '.join(MAINTENANCE_SECTIONS)}, got {value!r}",
+                gettext_noop("%(name)s: a list of sections of %(sections)s, got %(value)r"),
+                name=name,
+                sections=", ".join(MAINTENANCE_SECTIONS),
+                value=value,
             )

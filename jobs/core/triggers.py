@@ -13,7 +13,7 @@ trigger kind.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from enum import StrEnum
@@ -41,7 +41,9 @@ from jobs.core.cron import (
     cron_fire_times,
     cron_fixed_times,
     cron_words,
+    gettext_noop,
     normalize_cron,
+    same,
     zone_of,
 )
 from jobs.core.jitter import compute_jitter, validate_jitter
@@ -142,15 +144,17 @@ UNCLOCKED = (AfterSpec, FileSpec)
 
 def _require_aware(value: datetime, field: str) -> None:
     if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise TriggerError(field, "must be a timezone-aware date and time")
+        raise TriggerError(field, gettext_noop("must be a timezone-aware date and time"))
 
 
 def _check_interval(every: timedelta) -> None:
     if not isinstance(every, timedelta) or every % _SECOND:
-        raise TriggerError("interval_seconds", "must be a whole number of seconds")
+        raise TriggerError("interval_seconds", gettext_noop("must be a whole number of seconds"))
     if not MIN_INTERVAL <= every <= MAX_INTERVAL:
         raise TriggerError(
-            "interval_seconds", f"must be between 1 second and 30 days, got {every // _SECOND} s"
+            "interval_seconds",
+            gettext_noop("must be between 1 second and 30 days, got %(value)s s"),
+            value=every // _SECOND,
         )
 
 
@@ -175,7 +179,11 @@ def _check_fires(spec: CronSpec | IntervalSpec | CalendarSpec, now: datetime) ->
         len(days) < 7
         and compute_first_fire(replace(spec, constraints=Constraints(days)), now=now) is None
     ):
-        raise TriggerError("weekdays", f"never fires: no fire time falls on {weekday_words(days)}")
+        raise TriggerError(
+            "weekdays",
+            gettext_noop("never fires: no fire time falls on %(weekday_words)s"),
+            weekday_words=weekday_words(days),
+        )
     without_dates = replace(constraints, excluded_dates=frozenset())
     if (
         constraints.window_start is not None
@@ -185,11 +193,15 @@ def _check_fires(spec: CronSpec | IntervalSpec | CalendarSpec, now: datetime) ->
         on_days = f" on {weekday_words(days)}" if len(days) < 7 else ""
         raise TriggerError(
             field,
-            f"never fires: no fire time falls inside the window {window_words(constraints)}{on_days}",
+            gettext_noop(
+                "never fires: no fire time falls inside the window %(window_words)s%(on_days)s"
+            ),
+            window_words=window_words(constraints),
+            on_days=on_days,
         )
     raise TriggerError(
         "excluded_dates",
-        "never fires: every fire time in the next 5 years falls on an excluded day",
+        gettext_noop("never fires: every fire time in the next 5 years falls on an excluded day"),
     )
 
 
@@ -222,7 +234,9 @@ def validate_spec(spec: TriggerSpec, *, now: datetime) -> TriggerSpec:
     elif isinstance(spec, IntervalSpec):
         _check_interval(spec.every)
         if spec.anchor not in IntervalAnchor.__members__.values():
-            raise TriggerError("interval_anchor", f"unknown anchor {spec.anchor!r}")
+            raise TriggerError(
+                "interval_anchor", gettext_noop("unknown anchor %(anchor)r"), anchor=spec.anchor
+            )
         start_at = spec.start_at
         if start_at is not None:
             _require_aware(start_at, "start_at")
@@ -235,7 +249,7 @@ def validate_spec(spec: TriggerSpec, *, now: datetime) -> TriggerSpec:
     elif isinstance(spec, OnceSpec):
         _require_aware(spec.at, "run_at")
         if spec.at <= now:
-            raise TriggerError("run_at", f"{_format(spec.at)} is in the past")
+            raise TriggerError("run_at", gettext_noop("%(at)s is in the past"), at=_format(spec.at))
         return spec
     elif isinstance(spec, AfterSpec):
         return AfterSpec(spec.upstream, check_dependency_statuses(spec.statuses))
@@ -253,13 +267,17 @@ def check_dependency_statuses(statuses: object) -> tuple[str, ...]:
     an end of a run that ran (DEPENDENCY_STATUSES)."""
     if not isinstance(statuses, list | tuple) or not statuses:
         raise TriggerError(
-            "upstream_statuses", f"choose at least one of {', '.join(DEPENDENCY_STATUSES)}"
+            "upstream_statuses",
+            gettext_noop("choose at least one of %(statuses)s"),
+            statuses=", ".join(DEPENDENCY_STATUSES),
         )
     for status in statuses:
         if status not in DEPENDENCY_STATUSES:
             raise TriggerError(
                 "upstream_statuses",
-                f"{status!r} is not how a run ends: use {', '.join(DEPENDENCY_STATUSES)}",
+                gettext_noop("%(status)r is not how a run ends: use %(statuses)s"),
+                status=status,
+                statuses=", ".join(DEPENDENCY_STATUSES),
             )
     return tuple(s for s in DEPENDENCY_STATUSES if s in statuses)
 
@@ -394,7 +412,12 @@ def compute_fire_times(spec: TriggerSpec, *, after: datetime, count: int) -> lis
     time zone (an interval's defaults to UTC), once in its time's zone.
     Raises TriggerError("count")."""
     if not 1 <= count <= MAX_PREVIEW:
-        raise TriggerError("count", f"must be between 1 and {MAX_PREVIEW}, got {count}")
+        raise TriggerError(
+            "count",
+            gettext_noop("must be between 1 and %(max_preview)s, got %(count)s"),
+            max_preview=MAX_PREVIEW,
+            count=count,
+        )
     zone: tzinfo
     if isinstance(spec, UNCLOCKED):
         return []
@@ -408,67 +431,108 @@ def compute_fire_times(spec: TriggerSpec, *, after: datetime, count: int) -> lis
 # --- words ------------------------------------------------------------------
 
 _ANCHOR_WORDS = {
-    IntervalAnchor.FROM_ENQUEUE: "",
-    IntervalAnchor.FROM_START: " after the previous run starts",
-    IntervalAnchor.FROM_FINISH: " after the previous run ends",
+    IntervalAnchor.FROM_ENQUEUE: gettext_noop("every %(duration)s"),
+    IntervalAnchor.FROM_START: gettext_noop("every %(duration)s after the previous run starts"),
+    IntervalAnchor.FROM_FINISH: gettext_noop("every %(duration)s after the previous run ends"),
+}
+# (singular, plural) per unit; German counts as English does (1 or more).
+_UNIT_WORDS = {
+    "day": (gettext_noop("%(n)d day"), gettext_noop("%(n)d days")),
+    "hour": (gettext_noop("%(n)d hour"), gettext_noop("%(n)d hours")),
+    "minute": (gettext_noop("%(n)d minute"), gettext_noop("%(n)d minutes")),
+    "second": (gettext_noop("%(n)d second"), gettext_noop("%(n)d seconds")),
 }
 _UNITS = (("hour", 3600), ("minute", 60), ("second", 1))
+# A run's end by status, in words.
+_STATUS_WORDS = {
+    "succeeded": gettext_noop("succeeded"),
+    "failed": gettext_noop("failed"),
+    "timed_out": gettext_noop("timed out"),
+    "lost": gettext_noop("lost"),
+    "cancelled": gettext_noop("cancelled"),
+}
 
 
-def _plural(n: int, unit: str) -> str:
-    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+def _plural(n: int, unit: str, translate: Callable[[str], str]) -> str:
+    one, many = _UNIT_WORDS[unit]
+    return translate(one if n == 1 else many) % {"n": n}
 
 
-def _duration_words(every: timedelta) -> str:
+def _duration_words(every: timedelta, translate: Callable[[str], str] = same) -> str:
     """Whole days, then the rest in the largest unit that divides it, else in
     hours, minutes and seconds: "2 seconds", "90 minutes", "1 day, 2 hours"."""
     days, rest = divmod(every // _SECOND, 86400)
-    parts = [_plural(days, "day")] if days else []
+    parts = [_plural(days, "day", translate)] if days else []
     for unit, size in _UNITS[:2]:
         if rest and rest % size == 0:
-            return ", ".join([*parts, _plural(rest // size, unit)])
+            return ", ".join([*parts, _plural(rest // size, unit, translate)])
     for unit, size in _UNITS:
         amount, rest = divmod(rest, size)
         if amount:
-            parts.append(_plural(amount, unit))
-    return ", ".join(parts) or "0 seconds"
+            parts.append(_plural(amount, unit, translate))
+    return ", ".join(parts) or _plural(0, "second", translate)
 
 
 def _format(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S %Z" if moment.second else "%Y-%m-%d %H:%M %Z")
 
 
-def _zone_and_constraints(timezone: str, constraints: Constraints | None) -> str:
-    return f"{restriction_words(constraints)} ({canonical_timezone(timezone)}){exclusion_words(constraints)}"
+def _zone_and_constraints(
+    timezone: str, constraints: Constraints | None, translate: Callable[[str], str]
+) -> str:
+    restrictions = restriction_words(constraints, translate)
+    exclusions = exclusion_words(constraints, translate)
+    return f"{restrictions} ({canonical_timezone(timezone)}){exclusions}"
 
 
-def describe(spec: TriggerSpec) -> str:
+def describe(
+    spec: TriggerSpec, translate: Callable[[str], str] = same, *, cron_locale: str = "en_US"
+) -> str:
     """The trigger in words for the admin and API: "At 08:00, Monday through
     Friday (Europe/Berlin)", "every 90 minutes after the previous run ends",
     "once at 2026-12-01 08:00 CET", "on the last day of each quarter at 23:00
     (UTC)", "every 15 minutes, Monday through Friday, between 05:30 and 06:00
     (Europe/Berlin), except 12 excluded days". Raises TriggerError for an
-    invalid cron, preset or time zone."""
+    invalid cron, preset or time zone. `translate` turns each marked English
+    template into the reader's language (the edge passes gettext); a cron
+    expression's words are cron-descriptor's in `cron_locale` ("de_DE")."""
     if isinstance(spec, CronSpec):
         expression = compile_cron(spec.expression, spec.timezone)[0]
-        return f"{cron_words(expression)}{_zone_and_constraints(spec.timezone, spec.constraints)}"
+        zone = _zone_and_constraints(spec.timezone, spec.constraints, translate)
+        return f"{cron_words(expression, cron_locale, translate)}{zone}"
     if isinstance(spec, CalendarSpec):
-        return f"{calendar_words(spec)}{_zone_and_constraints(spec.timezone, spec.constraints)}"
+        zone = _zone_and_constraints(spec.timezone, spec.constraints, translate)
+        return f"{calendar_words(spec, translate)}{zone}"
     if isinstance(spec, IntervalSpec):
-        start = f", starting {_format(spec.start_at)}" if spec.start_at else ""
-        words = f"every {_duration_words(spec.every)}{_ANCHOR_WORDS.get(spec.anchor, '')}{start}"
+        words = translate(
+            _ANCHOR_WORDS.get(spec.anchor, _ANCHOR_WORDS[IntervalAnchor.FROM_ENQUEUE])
+        )
+        words %= {"duration": _duration_words(spec.every, translate)}
+        if spec.start_at:
+            start = translate(gettext_noop(", starting %(at)s")) % {"at": _format(spec.start_at)}
+            words += start
         if spec.constraints is None:
             return words  # the zone matters only for constraints
-        return f"{words}{_zone_and_constraints(spec.timezone, spec.constraints)}"
+        return f"{words}{_zone_and_constraints(spec.timezone, spec.constraints, translate)}"
     if isinstance(spec, OnceSpec):
-        return f"once at {_format(spec.at)}"
+        return translate(gettext_noop("once at %(at)s")) % {"at": _format(spec.at)}
     if isinstance(spec, AfterSpec):
-        return f"after job {spec.upstream} ends {_or_words(spec.statuses)}"
+        return translate(gettext_noop("after job %(job)s ends %(statuses)s")) % {
+            "job": spec.upstream,
+            "statuses": _or_words(spec.statuses, translate),
+        }
     if isinstance(spec, FileSpec):
-        return describe_file(spec)
+        return describe_file(spec, translate)
     assert_never(spec)
 
 
-def _or_words(statuses: tuple[str, ...]) -> str:
-    words = [s.replace("_", " ") for s in statuses] or ["succeeded"]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+def _or_words(statuses: tuple[str, ...], translate: Callable[[str], str] = same) -> str:
+    words = [
+        translate(_STATUS_WORDS[s]) if s in _STATUS_WORDS else s.replace("_", " ") for s in statuses
+    ] or [translate(_STATUS_WORDS["succeeded"])]
+    if len(words) == 1:
+        return words[0]
+    return translate(gettext_noop("%(statuses)s or %(last)s")) % {
+        "statuses": ", ".join(words[:-1]),
+        "last": words[-1],
+    }

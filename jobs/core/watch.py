@@ -16,10 +16,11 @@ import fnmatch
 import hashlib
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from jobs.core.cron import TriggerError
+from jobs.core.cron import TriggerError, gettext_noop, same
 
 SETTLE_MAX_SECONDS = 3600
 RUN_SUFFIX = ".run"
@@ -44,20 +45,26 @@ def validate_file_spec(spec: FileSpec) -> FileSpec:
     "settle_seconds". Whether the folder exists is the caller's question."""
     folder = (spec.folder or "").strip()
     if not folder:
-        raise TriggerError("watch_folder", "required for a file trigger")
+        raise TriggerError("watch_folder", gettext_noop("required for a file trigger"))
     if not folder.startswith("/"):
         raise TriggerError(
-            "watch_folder", f"must be an absolute path (starting with /), got {folder!r}"
+            "watch_folder",
+            gettext_noop("must be an absolute path (starting with /), got %(folder)r"),
+            folder=folder,
         )
     folder = posixpath.normpath(folder)
     pattern = (spec.pattern or "").strip()
     if not pattern:
-        raise TriggerError("watch_pattern", "required: a glob for the file's name, e.g. *.csv")
+        raise TriggerError(
+            "watch_pattern", gettext_noop("required: a glob for the file's name, e.g. *.csv")
+        )
     if "/" in pattern:
         raise TriggerError(
             "watch_pattern",
-            f"{pattern!r} is a path: give a pattern for the file's name (e.g. *.csv); use"
-            " the folder and 'include subfolders' for where",
+            gettext_noop(
+                "%(pattern)r is a path: give a pattern for the file's name (e.g. *.csv); use the folder and 'include subfolders' for where"
+            ),
+            pattern=pattern,
         )
     settle = spec.settle_seconds
     if (
@@ -67,7 +74,9 @@ def validate_file_spec(spec: FileSpec) -> FileSpec:
     ):
         raise TriggerError(
             "settle_seconds",
-            f"must be a whole number from 0 to {SETTLE_MAX_SECONDS}, got {settle!r}",
+            gettext_noop("must be a whole number from 0 to %(settle_max_seconds)s, got %(settle)r"),
+            settle_max_seconds=SETTLE_MAX_SECONDS,
+            settle=settle,
         )
     return FileSpec(folder, pattern, bool(spec.recursive), settle)
 
@@ -87,11 +96,29 @@ def takes(spec: FileSpec, path: str) -> bool:
     return fnmatch.fnmatchcase(name, spec.pattern)
 
 
-def describe_file(spec: FileSpec) -> str:
+def describe_file(spec: FileSpec, translate: Callable[[str], str] = same) -> str:
     """The trigger in words, for the admin and the API."""
-    where = f"{spec.folder} or a folder below it" if spec.recursive else spec.folder
-    settle = f", once unchanged for {spec.settle_seconds} s" if spec.settle_seconds else ""
-    return f"when a file matching {spec.pattern} appears or changes in {where}{settle}"
+    if spec.recursive and spec.settle_seconds:
+        words = gettext_noop(
+            "when a file matching %(pattern)s appears or changes in %(folder)s or a folder"
+            " below it, once unchanged for %(settle)s s"
+        )
+    elif spec.recursive:
+        words = gettext_noop(
+            "when a file matching %(pattern)s appears or changes in %(folder)s or a folder below it"
+        )
+    elif spec.settle_seconds:
+        words = gettext_noop(
+            "when a file matching %(pattern)s appears or changes in %(folder)s, once unchanged"
+            " for %(settle)s s"
+        )
+    else:
+        words = gettext_noop("when a file matching %(pattern)s appears or changes in %(folder)s")
+    return translate(words) % {
+        "pattern": spec.pattern,
+        "folder": spec.folder,
+        "settle": spec.settle_seconds,
+    }
 
 
 def check_run_prefix(prefix: str) -> str:
@@ -100,7 +127,8 @@ def check_run_prefix(prefix: str) -> str:
     if not isinstance(prefix, str) or not _PREFIX.match(prefix):
         raise TriggerError(
             "TAKT_RUN_FILE_PREFIX",
-            f"must be 1 to 50 letters, digits, '_', '.' or '-', got {prefix!r}",
+            gettext_noop("must be 1 to 50 letters, digits, '_', '.' or '-', got %(prefix)r"),
+            prefix=prefix,
         )
     return prefix
 

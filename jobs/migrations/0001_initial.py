@@ -190,7 +190,7 @@ class Migration(migrations.Migration):
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="triggers",
-                        to="jobs.job",
+                        to="takt_jobs.job",
                     ),
                 ),
             ],

@@ -10,8 +10,8 @@ HELLO_CRON = "0 9 * * *"
 def create_hello_world(apps, schema_editor):
     from jobs.core.triggers import CronSpec, compute_first_fire
 
-    Job = apps.get_model("jobs", "Job")
-    Trigger = apps.get_model("jobs", "Trigger")
+    Job = apps.get_model("takt_jobs", "Job")
+    Trigger = apps.get_model("takt_jobs", "Trigger")
     if Job.objects.filter(target="takt.hello_world").exists():
         return
     job = Job.objects.create(
@@ -36,11 +36,11 @@ def create_hello_world(apps, schema_editor):
 
 
 def remove_hello_world(apps, schema_editor):
-    apps.get_model("jobs", "Job").objects.filter(
+    apps.get_model("takt_jobs", "Job").objects.filter(
         target="takt.hello_world", name="Hello world"
     ).delete()
 
 
 class Migration(migrations.Migration):
-    dependencies = [("jobs", "0001_initial")]
+    dependencies = [("takt_jobs", "0001_initial")]
     operations = [migrations.RunPython(create_hello_world, remove_hello_world)]

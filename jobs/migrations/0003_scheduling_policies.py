@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0002_hello_world"),
+        ("takt_jobs", "0002_hello_world"),
     ]
 
     operations = [

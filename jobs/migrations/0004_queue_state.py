@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0003_scheduling_policies"),
+        ("takt_jobs", "0003_scheduling_policies"),
     ]
 
     operations = [

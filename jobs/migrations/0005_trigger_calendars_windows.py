@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0004_queue_state"),
+        ("takt_jobs", "0004_queue_state"),
     ]
 
     operations = [
@@ -178,7 +178,7 @@ class Migration(migrations.Migration):
                 blank=True,
                 help_text="Skip the days of these holiday calendars.",
                 related_name="triggers",
-                to="jobs.holidaycalendar",
+                to="takt_jobs.holidaycalendar",
             ),
         ),
     ]

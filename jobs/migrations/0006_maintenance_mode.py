@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0005_trigger_calendars_windows"),
+        ("takt_jobs", "0005_trigger_calendars_windows"),
     ]
 
     operations = [

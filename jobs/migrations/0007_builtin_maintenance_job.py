@@ -12,8 +12,8 @@ MAINTENANCE_CRON = "7 * * * *"
 def create_maintenance_job(apps, schema_editor):
     from jobs.core.triggers import CronSpec, compute_first_fire
 
-    Job = apps.get_model("jobs", "Job")
-    Trigger = apps.get_model("jobs", "Trigger")
+    Job = apps.get_model("takt_jobs", "Job")
+    Trigger = apps.get_model("takt_jobs", "Trigger")
     if Job.objects.filter(target=MAINTENANCE_TARGET).exists():
         return
     job = Job.objects.create(
@@ -44,11 +44,11 @@ def create_maintenance_job(apps, schema_editor):
 
 
 def remove_maintenance_job(apps, schema_editor):
-    apps.get_model("jobs", "Job").objects.filter(
+    apps.get_model("takt_jobs", "Job").objects.filter(
         target=MAINTENANCE_TARGET, code_managed=True
     ).delete()
 
 
 class Migration(migrations.Migration):
-    dependencies = [("jobs", "0006_maintenance_mode")]
+    dependencies = [("takt_jobs", "0006_maintenance_mode")]
     operations = [migrations.RunPython(create_maintenance_job, remove_maintenance_job)]

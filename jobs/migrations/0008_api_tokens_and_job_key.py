@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0007_builtin_maintenance_job"),
+        ("takt_jobs", "0007_builtin_maintenance_job"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -84,7 +84,7 @@ class Migration(migrations.Migration):
                         null=True,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="api_tokens",
-                        to="jobs.job",
+                        to="takt_jobs.job",
                     ),
                 ),
                 (

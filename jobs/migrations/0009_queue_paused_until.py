@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0008_api_tokens_and_job_key"),
+        ("takt_jobs", "0008_api_tokens_and_job_key"),
     ]
 
     operations = [

@@ -12,7 +12,7 @@ OPERATIONS_TARGET = "takt.operation"
 
 
 def create_operations_job(apps, schema_editor):
-    Job = apps.get_model("jobs", "Job")
+    Job = apps.get_model("takt_jobs", "Job")
     if Job.objects.filter(key=OPERATIONS_KEY).exists():
         return
     Job.objects.create(
@@ -36,9 +36,11 @@ def create_operations_job(apps, schema_editor):
 
 
 def remove_operations_job(apps, schema_editor):
-    apps.get_model("jobs", "Job").objects.filter(key=OPERATIONS_KEY, code_managed=True).delete()
+    apps.get_model("takt_jobs", "Job").objects.filter(
+        key=OPERATIONS_KEY, code_managed=True
+    ).delete()
 
 
 class Migration(migrations.Migration):
-    dependencies = [("jobs", "0009_queue_paused_until")]
+    dependencies = [("takt_jobs", "0009_queue_paused_until")]
     operations = [migrations.RunPython(create_operations_job, remove_operations_job)]

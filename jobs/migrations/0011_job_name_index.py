@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0010_builtin_operations_job"),
+        ("takt_jobs", "0010_builtin_operations_job"),
     ]
 
     operations = [

@@ -5,8 +5,8 @@ from django.db import migrations, models
 
 
 def groups_from_names(apps, schema_editor):
-    Job = apps.get_model("jobs", "Job")
-    Group = apps.get_model("jobs", "ConcurrencyGroup")
+    Job = apps.get_model("takt_jobs", "Job")
+    Group = apps.get_model("takt_jobs", "ConcurrencyGroup")
     groups = {}
     names = Job.objects.exclude(concurrency_group="").values_list("concurrency_group", flat=True)
     for name in sorted(set(names)):
@@ -17,14 +17,14 @@ def groups_from_names(apps, schema_editor):
 
 
 def names_from_groups(apps, schema_editor):
-    Job = apps.get_model("jobs", "Job")
+    Job = apps.get_model("takt_jobs", "Job")
     for job in Job.objects.exclude(group_tmp=None).select_related("group_tmp"):
         Job.objects.filter(pk=job.pk).update(concurrency_group=job.group_tmp.name)
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0011_job_name_index"),
+        ("takt_jobs", "0011_job_name_index"),
     ]
 
     operations = [
@@ -74,7 +74,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.SET_NULL,
                 related_name="children",
-                to="jobs.job",
+                to="takt_jobs.job",
             ),
         ),
         migrations.AddField(
@@ -94,7 +94,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="downstream_triggers",
-                to="jobs.job",
+                to="takt_jobs.job",
             ),
         ),
         migrations.AddField(
@@ -185,7 +185,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",
-                to="jobs.concurrencygroup",
+                to="takt_jobs.concurrencygroup",
             ),
         ),
         migrations.RunPython(groups_from_names, names_from_groups),
@@ -202,7 +202,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="jobs",
-                to="jobs.concurrencygroup",
+                to="takt_jobs.concurrencygroup",
             ),
         ),
         migrations.CreateModel(
@@ -258,7 +258,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="readers",
-                to="jobs.resultvariable",
+                to="takt_jobs.resultvariable",
             ),
         ),
         migrations.AddField(
@@ -270,7 +270,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="writers",
-                to="jobs.resultvariable",
+                to="takt_jobs.resultvariable",
             ),
         ),
     ]

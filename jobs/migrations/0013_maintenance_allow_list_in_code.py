@@ -6,7 +6,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0012_coordination"),
+        ("takt_jobs", "0012_coordination"),
     ]
 
     operations = [

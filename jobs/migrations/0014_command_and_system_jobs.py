@@ -6,21 +6,21 @@ from django.db import migrations, models
 
 def builtin_maintenance_is_a_system_job(apps, schema_editor):
     """The built-in "Takt maintenance" job runs a system function (F-02)."""
-    Job = apps.get_model("jobs", "Job")
+    Job = apps.get_model("takt_jobs", "Job")
     Job.objects.filter(target="takt.maintenance", code_managed=True, kind="callable").update(
         kind="system"
     )
 
 
 def back_to_callable(apps, schema_editor):
-    Job = apps.get_model("jobs", "Job")
+    Job = apps.get_model("takt_jobs", "Job")
     Job.objects.filter(kind="system").update(kind="callable")
     Job.objects.filter(kind="command").update(kind="callable", enabled=False)
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0013_maintenance_allow_list_in_code"),
+        ("takt_jobs", "0013_maintenance_allow_list_in_code"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0014_command_and_system_jobs"),
+        ("takt_jobs", "0014_command_and_system_jobs"),
     ]
 
     operations = [

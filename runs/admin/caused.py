@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext_lazy as _
 
-from jobs.admin.display import EMPTY, run_duration_text, status_badge, time_html
+from jobs.admin.display import EMPTY, run_duration_text, time_html
 from jobs.admin.groups import holders_html
 from jobs.models import Job
+from runs.admin.badges import status_badge
+from runs.labels import trigger_word
 from runs.models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger, WaitingFor
 from runs.slots import exclusive_key, group_key, grouped_key, running_key
 
@@ -26,12 +30,16 @@ CAUSED_ROWS = 100
 
 def run_link(run_id: int) -> SafeString:
     return format_html(
-        "<a href='{}'>run #{}</a>", reverse("admin:runs_run_change", args=[run_id]), run_id
+        "<a href='{}'>{}</a>",
+        reverse("admin:takt_runs_run_change", args=[run_id]),
+        gettext("run #%(id)s") % {"id": run_id},
     )
 
 
 def job_link(job_id: int, name: str) -> SafeString:
-    return format_html("<a href='{}'>{}</a>", reverse("admin:jobs_job_change", args=[job_id]), name)
+    return format_html(
+        "<a href='{}'>{}</a>", reverse("admin:takt_jobs_job_change", args=[job_id]), name
+    )
 
 
 def cause_html(run: Run) -> SafeString | str:
@@ -41,17 +49,19 @@ def cause_html(run: Run) -> SafeString | str:
     cause = run.cause
     if cause is None:
         if run.trigger in (RunTrigger.DEPENDENCY, RunTrigger.PARENT):
-            return "its cause is no longer stored (removed by the retention cleanup)"
+            return gettext("its cause is no longer stored (removed by the retention cleanup)")
         return EMPTY
     job = job_link(cause.job_id, cause.job.name)
     if run.trigger == RunTrigger.DEPENDENCY:
         return format_html(
-            "started by the end of {} of job {} (it ended {})",
-            run_link(cause.pk),
-            job,
-            status_badge(cause.status),
+            gettext("started by the end of {run} of job {job} (it ended {status})"),
+            run=run_link(cause.pk),
+            job=job,
+            status=status_badge(cause.status),
         )
-    return format_html("child of parent {} of job {}", run_link(cause.pk), job)
+    return format_html(
+        gettext("child of parent {run} of job {job}"), run=run_link(cause.pk), job=job
+    )
 
 
 @dataclass(frozen=True)
@@ -89,8 +99,8 @@ def child_rows(parent: Run, caused: list[Run]) -> list[ChildRow]:
 
 def _not_run(row: ChildRow, parent: Run) -> str:
     if not row.enabled:
-        return "disabled: skipped"
-    return "not started yet" if parent.status in ACTIVE_STATUSES else "not run"
+        return gettext("disabled: skipped")
+    return gettext("not started yet") if parent.status in ACTIVE_STATUSES else gettext("not run")
 
 
 def children_table(parent: Run, caused: list[Run]) -> SafeString:
@@ -103,7 +113,7 @@ def children_table(parent: Run, caused: list[Run]) -> SafeString:
                 job_link(row.job_id, row.name),
                 run_link(row.run.pk) if row.run else EMPTY,
                 status_badge(row.run.status) if row.run else _not_run(row, parent),
-                row.run.trigger if row.run else "",
+                trigger_word(row.run.trigger) if row.run else "",
                 time_html(row.run.started_at) if row.run else "",
                 run_duration_text(row.run.status, row.run.duration_s) if row.run else "",
             )
@@ -111,11 +121,22 @@ def children_table(parent: Run, caused: list[Run]) -> SafeString:
         ),
     )
     return format_html(
-        "<table class='takt-caused'><thead><tr><th>Order</th><th>Child job</th><th>Run</th>"
-        "<th>Status</th><th>Trigger</th><th>Started</th><th>Duration</th></tr></thead>"
-        "<tbody>{}</tbody></table>",
+        "<table class='takt-caused'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>",
+        _header(
+            pgettext("position", "Order"),
+            gettext("Child job"),
+            pgettext("a run", "Run"),
+            gettext("Status"),
+            gettext("Trigger"),
+            gettext("Started"),
+            gettext("Duration"),
+        ),
         rows,
     )
+
+
+def _header(*titles: str) -> SafeString:
+    return format_html_join("", "<th>{}</th>", ((title,) for title in titles))
 
 
 def dependants_table(runs: Iterable[Run]) -> SafeString:
@@ -134,8 +155,14 @@ def dependants_table(runs: Iterable[Run]) -> SafeString:
         ),
     )
     return format_html(
-        "<table class='takt-caused'><thead><tr><th>Run</th><th>Job</th><th>Status</th>"
-        "<th>Enqueued</th><th>Message</th></tr></thead><tbody>{}</tbody></table>",
+        "<table class='takt-caused'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>",
+        _header(
+            pgettext("a run", "Run"),
+            gettext("Job"),
+            gettext("Status"),
+            gettext("Enqueued"),
+            gettext("Message"),
+        ),
         rows,
     )
 
@@ -157,7 +184,7 @@ def caused_panels(run: Run) -> list[dict[str, object]]:
         panels.append(
             {
                 "id": "takt-children-runs",
-                "title": "Its children's runs, in their order",
+                "title": gettext("Its children's runs, in their order"),
                 "table": children_table(run, parts),
             }
         )
@@ -165,7 +192,7 @@ def caused_panels(run: Run) -> list[dict[str, object]]:
         panels.append(
             {
                 "id": "takt-dependants",
-                "title": "Runs its end started (jobs that run after this one)",
+                "title": gettext("Runs its end started (jobs that run after this one)"),
                 "table": dependants_table(dependants),
             }
         )
@@ -173,11 +200,12 @@ def caused_panels(run: Run) -> list[dict[str, object]]:
 
 
 WAITING_WORDS = {
-    WaitingFor.GROUP: "waiting for a slot of group",
-    WaitingFor.EXCLUSIVE: "waiting for every group's runs to end (an exclusive job)",
-    WaitingFor.LIMIT: "waiting for a slot under the global limit TAKT_MAX_CONCURRENCY",
-    WaitingFor.NOTHING: "waiting for its job's running run to end (its overlap policy)"
-    " or for the queue to be resumed",
+    WaitingFor.EXCLUSIVE: _("waiting for every group's runs to end (an exclusive job)"),
+    WaitingFor.LIMIT: _("waiting for a slot under the global limit TAKT_MAX_CONCURRENCY"),
+    WaitingFor.NOTHING: _(
+        "waiting for its job's running run to end (its overlap policy)"
+        " or for the queue to be resumed"
+    ),
 }
 
 
@@ -189,16 +217,25 @@ def waiting_text(run: Run) -> SafeString | str:
     if run.waiting_for == WaitingFor.GROUP:
         group = run.job.concurrency_group
         if group is not None:
-            link = reverse("admin:jobs_concurrencygroup_change", args=[group.pk])
+            link = reverse("admin:takt_jobs_concurrencygroup_change", args=[group.pk])
             return format_html(
-                "{} <a href='{}'>{}</a> (limit {})",
-                WAITING_WORDS[WaitingFor.GROUP],
-                link,
-                group.name,
-                group.limit,
+                gettext("waiting for a slot of group {group} (limit {limit})"),
+                group=format_html("<a href='{}'>{}</a>", link, group.name),
+                limit=group.limit,
             )
-        return "waiting for a slot of its group (the job is in none now: it starts at the next try)"
-    return WAITING_WORDS.get(run.waiting_for, f"waiting for {run.waiting_for}")
+        return gettext(
+            "waiting for a slot of its group (the job is in none now: it starts at the next try)"
+        )
+    words = WAITING_WORDS.get(run.waiting_for)  # type: ignore[call-overload]
+    if words is None:
+        return gettext("waiting for %(reason)s") % {"reason": run.waiting_for}
+    return str(words)
+
+
+def _is_none(holders: SafeString | str) -> bool:
+    """Whether holders_html said that no run holds the slots ("none", in
+    the active language)."""
+    return str(holders) in ("none", gettext("none"))
 
 
 def waiting_html(run: Run) -> SafeString | str:
@@ -210,16 +247,22 @@ def waiting_html(run: Run) -> SafeString | str:
     group_id = run.job.concurrency_group_id
     holders: list[tuple[str, str]] = []
     if run.waiting_for == WaitingFor.GROUP and group_id is not None:
-        holders = [("in the group", group_key(group_id)), ("exclusive", exclusive_key())]
+        holders = [
+            (gettext("in the group"), group_key(group_id)),
+            (gettext("exclusive"), exclusive_key()),
+        ]
     elif run.waiting_for == WaitingFor.EXCLUSIVE:
-        holders = [("exclusive", exclusive_key()), ("in groups", grouped_key())]
+        holders = [
+            (gettext("exclusive"), exclusive_key()),
+            (gettext("in groups"), grouped_key()),
+        ]
     elif run.waiting_for == WaitingFor.LIMIT:
-        holders = [("in all", running_key())]
+        holders = [(gettext("in all"), running_key())]
     if not holders:
         return text
     # The slot set it waits for, always; the other only when a run holds it.
     (label, key), *others = holders
     parts = [(label, holders_html(key))]
-    parts += [(other, shown) for other, key in others if (shown := holders_html(key)) != "none"]
+    parts += [(other, shown) for other, key in others if not _is_none(shown := holders_html(key))]
     listed = format_html_join("; ", "{}: {}", parts)
-    return format_html("{}. Running now {}", text, listed)
+    return format_html(gettext("{reason}. Running now {holders}"), reason=text, holders=listed)

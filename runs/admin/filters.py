@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.functional import cached_property
+from django.utils.translation import gettext_lazy as _
 
 from jobs.models import ConcurrencyGroup, Job
 from runs.models import RunStatus, WaitingFor
@@ -71,9 +72,9 @@ class InputFilter(admin.SimpleListFilter):
 
 
 class JobFilter(InputFilter):
-    title = "job (id or part of its name)"
+    title = _("job (id or part of its name)")
     parameter_name = "job"
-    placeholder = "e.g. 17 or nightly"
+    placeholder = _("e.g. 17 or nightly")
 
     def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = (self.value() or "").strip()
@@ -88,19 +89,19 @@ class JobFilter(InputFilter):
 
 
 RANGES = {
-    "1h": ("Past hour", timedelta(hours=1)),
-    "24h": ("Past 24 hours", timedelta(days=1)),
-    "7d": ("Past 7 days", timedelta(days=7)),
-    "30d": ("Past 30 days", timedelta(days=30)),
+    "1h": (_("Past hour"), timedelta(hours=1)),
+    "24h": (_("Past 24 hours"), timedelta(days=1)),
+    "7d": (_("Past 7 days"), timedelta(days=7)),
+    "30d": (_("Past 30 days"), timedelta(days=30)),
 }
 
 
 class EnqueuedFilter(admin.SimpleListFilter):
-    title = "enqueued"
+    title = _("enqueued")
     parameter_name = "enqueued"
 
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [(key, label) for key, (label, _) in RANGES.items()]
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, Any]]:
+        return [(key, label) for key, (label, _span) in RANGES.items()]
 
     def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
         chosen = RANGES.get(self.value() or "")
@@ -114,7 +115,7 @@ class BoundFilter(InputFilter):
     the server's zone without an offset."""
 
     lookup = "enqueued_at__gte"
-    placeholder = "YYYY-MM-DD [HH:MM]"
+    placeholder = _("YYYY-MM-DD [HH:MM]")
 
     def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
         moment = parse_moment(self.value() or "", end=self.lookup.endswith("lt"))
@@ -122,12 +123,12 @@ class BoundFilter(InputFilter):
 
 
 class EnqueuedFromFilter(BoundFilter):
-    title = "enqueued from"
+    title = _("enqueued from")
     parameter_name = "enqueued_from"
 
 
 class EnqueuedToFilter(BoundFilter):
-    title = "enqueued before"
+    title = _("enqueued before")
     parameter_name = "enqueued_to"
     lookup = "enqueued_at__lt"
 
@@ -151,10 +152,10 @@ def parse_moment(raw: str, *, end: bool = False) -> datetime | None:
 # a run held behind its job's running run (an overlap policy) or the
 # paused queue.
 WAITING = {
-    "group": ("for a slot of its group", {"waiting_for": WaitingFor.GROUP}),
-    "exclusive": ("for the exclusive slot", {"waiting_for": WaitingFor.EXCLUSIVE}),
-    "limit": ("for the global limit", {"waiting_for": WaitingFor.LIMIT}),
-    "job": ("for its job or the queue", {"waiting_for": WaitingFor.NOTHING}),
+    "group": (_("for a slot of its group"), {"waiting_for": WaitingFor.GROUP}),
+    "exclusive": (_("for the exclusive slot"), {"waiting_for": WaitingFor.EXCLUSIVE}),
+    "limit": (_("for the global limit"), {"waiting_for": WaitingFor.LIMIT}),
+    "job": (_("for its job or the queue"), {"waiting_for": WaitingFor.NOTHING}),
 }
 
 
@@ -162,11 +163,11 @@ class WaitingFilter(admin.SimpleListFilter):
     """Held runs (queued, not sent) by what they wait for: the run_active
     index's queued runs, so cheap however many runs there are."""
 
-    title = "held, waiting"
+    title = _("held, waiting")
     parameter_name = "waiting"
 
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [(key, label) for key, (label, _) in WAITING.items()]
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, Any]]:
+        return [(key, label) for key, (label, _filter) in WAITING.items()]
 
     def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
         chosen = WAITING.get(self.value() or "")
@@ -179,7 +180,7 @@ class GroupFilter(admin.SimpleListFilter):
     """The runs of the jobs in one concurrency group (F-31); shown once a
     group exists."""
 
-    title = "concurrency group"
+    title = _("concurrency group")
     parameter_name = "group"
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:

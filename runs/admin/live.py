@@ -1,8 +1,8 @@
 """A run's live view (F-93): the JSON the run's page polls about once a
 second while the run is queued or running (takt/run_live.js, the snippet
-admin/runs/run/live_panel.html).
+admin/takt_runs/run/live_panel.html).
 
-``GET <admin>/runs/run/<id>/live/`` (staff with ``runs.view_run``)::
+``GET <admin>/runs/run/<id>/live/`` (staff with ``takt_runs.view_run``)::
 
     {"id": 7, "job": {"id": 2, "name": "Takt operations"},
      "status": "running", "active": true, "message": "",
@@ -31,17 +31,21 @@ from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from heartbeats.models import Heartbeat
 from heartbeats.processes import PROCESS_DEADLINE_S
 from jobs.admin import display
+from runs.admin.badges import status_badge
 from runs.models import ACTIVE_STATUSES, Run, RunStatus
 from runs.progress import progress_from_json
 
 LIVE_OUTPUT_CHARS = 32_000
-NO_WORKER = "waiting for a worker: none is running"
-WAITING = "waiting for a free worker"
-HELD = "waiting for the job's running run to end"
+# In the reader's language (the page's request): str() them when sent.
+NO_WORKER = _("waiting for a worker: none is running")
+WAITING = _("waiting for a free worker")
+HELD = _("waiting for the job's running run to end")
 
 
 def workers_alive(*, now: datetime) -> bool:
@@ -84,7 +88,7 @@ def live_data(run: Run, *, now: datetime) -> dict[str, Any]:
         duration_s = None
     notice = ""
     if run.status == RunStatus.QUEUED:
-        notice = HELD if run.held else (WAITING if workers_alive(now=now) else NO_WORKER)
+        notice = str(HELD if run.held else (WAITING if workers_alive(now=now) else NO_WORKER))
     output, truncated = output_tail(run.output or "")
     return {
         "id": run.pk,
@@ -103,7 +107,7 @@ def live_data(run: Run, *, now: datetime) -> dict[str, Any]:
         "duration_s": duration_s,
         "notice": notice,
         "html": {
-            "status": display.status_badge(run.status),
+            "status": status_badge(run.status),
             "started_at": display.time_html(run.started_at),
             "finished_at": display.time_html(run.finished_at),
             "duration": display.run_duration_text(run.status, duration_s),
@@ -112,14 +116,15 @@ def live_data(run: Run, *, now: datetime) -> dict[str, Any]:
 
 
 def live_view(request: HttpRequest, run_id: int) -> JsonResponse:
-    """The JSON of one run; 403 without ``runs.view_run``, 404 for an unknown run."""
-    if not request.user.has_perm("runs.view_run"):
-        return JsonResponse({"detail": "you may not view runs (runs.view_run)"}, status=403)
+    """The JSON of one run; 403 without ``takt_runs.view_run``, 404 for an unknown run."""
+    if not request.user.has_perm("takt_runs.view_run"):
+        detail = gettext("you may not view runs (takt_runs.view_run)")
+        return JsonResponse({"detail": detail}, status=403)
     run = get_object_or_404(Run.objects.select_related("job"), pk=run_id)
     return JsonResponse(live_data(run, now=timezone.now()))  # admin_view: never cached
 
 
 def live_urls(admin_site: AdminSite) -> list[URLPattern]:
     """The URL patterns for RunAdmin.get_urls: ``<id>/live/``, named
-    ``admin:runs_run_live``, behind the admin's staff login."""
-    return [path("<int:run_id>/live/", admin_site.admin_view(live_view), name="runs_run_live")]
+    ``admin:takt_runs_run_live``, behind the admin's staff login."""
+    return [path("<int:run_id>/live/", admin_site.admin_view(live_view), name="takt_runs_run_live")]

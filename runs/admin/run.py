@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -20,18 +21,21 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext, ngettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
     run_duration_text,
-    status_badge,
     time_html,
     times_in_text,
 )
 from jobs.errors import TaktError
 from jobs.models import Job
+from jobs.templatetags.takt import JS_CATALOG
+from runs.admin.badges import status_badge
 from runs.admin.caused import cause_html, caused_panels, waiting_html, waiting_text
 from runs.admin.filters import (
     JOB_MATCHES,
@@ -45,13 +49,13 @@ from runs.admin.filters import (
 )
 from runs.admin.live import live_urls
 from runs.cancel import cancel_run
-from runs.models import ACTIVE_STATUSES, AuditRecord, Run, RunStatus, RunTrigger
+from runs.models import ACTIVE_STATUSES, AuditRecord, Run, RunStatus, RunTrigger, task_id_for
 
 # The triggers of runs that something else started (F-04, F-33).
 CAUSED_TRIGGERS = (RunTrigger.DEPENDENCY, RunTrigger.PARENT)
 
 
-def time_column(field: str, label: str, *, compact: bool = False) -> Any:
+def time_column(field: str, label: Any, *, compact: bool = False) -> Any:
     """A column or read-only field showing a run's time in the browser's
     zone (jobs/admin/display.py); `compact` (lists) drops today's date."""
 
@@ -60,6 +64,16 @@ def time_column(field: str, label: str, *, compact: bool = False) -> Any:
         return time_html(getattr(obj, field), compact=compact)
 
     return column
+
+
+def flower_task_url(run: Run) -> str:
+    """The run's Celery task in Flower (`TAKT_FLOWER_URL`/task/<task id>), or
+    "" when no Flower is configured or the run's message was never sent (a
+    task Flower cannot have seen)."""
+    flower = getattr(settings, "TAKT_FLOWER_URL", "")
+    if not flower or run.published_at is None:
+        return ""
+    return f"{flower.rstrip('/')}/task/{task_id_for(run.pk)}"
 
 
 @admin.register(Run)
@@ -75,7 +89,7 @@ class RunAdmin(admin.ModelAdmin):
     )  # fmt: skip
     list_select_related = ("job", "job__concurrency_group")
     search_fields = ("job__name",)
-    search_help_text = "A run's id (#123 or 123), or part of its job's name."
+    search_help_text = _("A run's id (#123 or 123), or part of its job's name.")
     ordering = ("-enqueued_at", "-id")
     sortable_by = ()
     show_full_result_count = False
@@ -83,8 +97,8 @@ class RunAdmin(admin.ModelAdmin):
     paginator = CappedPaginator
     list_per_page = 100
     actions = ["cancel_selected"]
-    change_list_template = "admin/runs/run/change_list.html"
-    change_form_template = "admin/runs/run/change_form.html"
+    change_list_template = "admin/takt_runs/run/change_list.html"
+    change_form_template = "admin/takt_runs/run/change_form.html"
     fieldsets = (
         (
             None,
@@ -99,7 +113,7 @@ class RunAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Times",
+            _("Times"),
             {
                 "fields": (
                     ("scheduled", "enqueued"),
@@ -109,7 +123,7 @@ class RunAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Details",
+            _("Details"),
             {
                 "fields": (
                     ("worker", "result_code"),
@@ -132,7 +146,7 @@ class RunAdmin(admin.ModelAdmin):
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
+        js = (JS_CATALOG, *ADMIN_JS)  # the scripts' texts in the reader's language
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         runs = super().get_queryset(request)
@@ -167,53 +181,55 @@ class RunAdmin(admin.ModelAdmin):
         return queryset.filter(job_id__in=ids), False
 
     # --- columns and fields ---------------------------------------------------
-    @admin.display(description="Run")
+    @admin.display(description=pgettext_lazy("a run", "Run"))
     def run(self, obj: Run) -> str:
         return f"#{obj.pk}"
 
-    @admin.display(description="Job")
+    @admin.display(description=_("Job"))
     def job_link(self, obj: Run) -> Any:
         return format_html(
-            "<a href='{}'>{}</a>", reverse("admin:jobs_job_change", args=[obj.job_id]), obj.job.name
+            "<a href='{}'>{}</a>",
+            reverse("admin:takt_jobs_job_change", args=[obj.job_id]),
+            obj.job.name,
         )
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def status_badge(self, obj: Run) -> Any:
         return status_badge(obj.status)
 
-    scheduled = time_column("scheduled_for", "Scheduled for")
-    scheduled_in_list = time_column("scheduled_for", "Scheduled for", compact=True)
-    enqueued = time_column("enqueued_at", "Enqueued")
-    published = time_column("published_at", "Published")
-    started = time_column("started_at", "Started")
-    started_in_list = time_column("started_at", "Started", compact=True)
-    finished = time_column("finished_at", "Finished")
+    scheduled = time_column("scheduled_for", _("Scheduled for"))
+    scheduled_in_list = time_column("scheduled_for", _("Scheduled for"), compact=True)
+    enqueued = time_column("enqueued_at", _("Enqueued"))
+    published = time_column("published_at", _("Published"))
+    started = time_column("started_at", _("Started"))
+    started_in_list = time_column("started_at", _("Started"), compact=True)
+    finished = time_column("finished_at", _("Finished"))
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def status_in_list(self, obj: Run) -> Any:
         """The badge; under a held run's, what it waits for (F-31, F-34)."""
         if not (obj.held and obj.status == RunStatus.QUEUED):
             return status_badge(obj.status)
         return format_html(
-            "{}<br><span class='takt-muted takt-waiting'>held: {}</span>",
+            "{}<br><span class='takt-muted takt-waiting'>{}</span>",
             status_badge(obj.status),
-            waiting_text(obj),
+            format_html(gettext("held: {reason}"), reason=waiting_text(obj)),
         )
 
-    @admin.display(description="Cause")
+    @admin.display(description=_("Cause"))
     def cause_text(self, obj: Run) -> Any:
         """F-04, F-33: the upstream run whose end started it, or its parent run."""
         return cause_html(obj)
 
-    @admin.display(description="Held")
+    @admin.display(description=_("Held"))
     def waiting(self, obj: Run) -> Any:
         return waiting_html(obj)
 
-    @admin.display(description="Message")
+    @admin.display(description=_("Message"))
     def message_text(self, obj: Run) -> Any:
         return times_in_text(obj.message) if obj.message else "—"
 
-    @admin.display(description="Duration")
+    @admin.display(description=_("Duration"))
     def duration(self, obj: Run) -> str:
         return run_duration_text(obj.status, obj.duration_s)
 
@@ -231,10 +247,12 @@ class RunAdmin(admin.ModelAdmin):
         return super().has_delete_permission(request, obj)
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("runs.cancel_run"))
+        return bool(request.user.has_perm("takt_runs.cancel_run"))
 
     # --- cancelling (runs/cancel.py) ---------------------------------------------
-    @admin.action(description="Cancel the selected queued or running runs", permissions=["cancel"])
+    @admin.action(
+        description=_("Cancel the selected queued or running runs"), permissions=["cancel"]
+    )
     def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         done, refused = [], []
         for run_id in queryset.values_list("pk", flat=True)[:1000]:
@@ -244,14 +262,20 @@ class RunAdmin(admin.ModelAdmin):
             except TaktError as exc:
                 refused.append(times_in_text(str(exc)))
         if done:
-            self.message_user(request, f"Cancelled {len(done)} run(s): {', '.join(done)}.")
+            # English keeps "run(s)" for both forms; German has its plural.
+            text = ngettext(
+                "Cancelled %(count)d run(s): %(runs)s.",
+                "Cancelled %(count)d run(s): %(runs)s.",
+                len(done),
+            )
+            self.message_user(request, text % {"count": len(done), "runs": ", ".join(done)})
         for text in refused[:10]:
             self.message_user(request, text, messages.WARNING)
 
     def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(require_POST(self.cancel_view))
         return [
-            path("<int:run_id>/cancel/", cancel, name="runs_run_cancel"),
+            path("<int:run_id>/cancel/", cancel, name="takt_runs_run_cancel"),
             *live_urls(self.admin_site),  # F-93: <id>/live/, the run's live JSON
             *super().get_urls(),
         ]
@@ -262,16 +286,17 @@ class RunAdmin(admin.ModelAdmin):
         run = get_object_or_404(Run, pk=run_id)
         back = request.POST.get("next", "")
         if not url_has_allowed_host_and_scheme(back, {request.get_host()}):
-            back = reverse("admin:runs_run_change", args=[run.pk])
+            back = reverse("admin:takt_runs_run_change", args=[run.pk])
         if not self.has_cancel_permission(request):
-            self.message_user(request, "You may not cancel runs.", messages.ERROR)
+            self.message_user(request, gettext("You may not cancel runs."), messages.ERROR)
             return HttpResponseRedirect(back)
         try:
             cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
         except TaktError as exc:
             self.message_user(request, times_in_text(str(exc)), messages.ERROR)
         else:
-            self.message_user(request, f"Run #{run.pk} cancelled.", messages.SUCCESS)
+            text = gettext("Run #%(id)s cancelled.") % {"id": run.pk}
+            self.message_user(request, text, messages.SUCCESS)
         return HttpResponseRedirect(back)
 
     def change_view(
@@ -285,6 +310,7 @@ class RunAdmin(admin.ModelAdmin):
             and self.has_cancel_permission(request)
         )
         extra["caused_panels"] = caused_panels(run) if run is not None else []
+        extra["flower_task_url"] = flower_task_url(run) if run is not None else ""
         return super().change_view(request, object_id, form_url, extra_context=extra)
 
 
@@ -297,9 +323,9 @@ class AuditRecordAdmin(admin.ModelAdmin):
 
     class Media:
         css = {"all": ADMIN_CSS}
-        js = ADMIN_JS
+        js = (JS_CATALOG, *ADMIN_JS)  # the scripts' texts in the reader's language
 
-    @admin.display(description="Recorded at", ordering="recorded_at")
+    @admin.display(description=_("Recorded at"), ordering="recorded_at")
     def recorded(self, obj: AuditRecord) -> Any:
         return time_html(obj.recorded_at)
 

@@ -5,7 +5,7 @@ Runs are made by the scheduler, `enqueue_job()` and
 `POST /api/v1/jobs/<id>/run`. A token scoped to a job sees that job's runs
 only (so another installation can follow the run it started), and cancels
 them where it may start the job (its API trigger permission admits tokens).
-Users cancel with the permissions `runs.cancel_run` and `runs.view_run`."""
+Users cancel with the permissions `takt_runs.cancel_run` and `takt_runs.view_run`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status, viewsets
@@ -24,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.api.auth import is_user, job_token
+from jobs.api.base import TaktApi
 from jobs.policies import ApiTriggerPermission
 from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from runs.models import Run, RunStatus, RunTrigger
@@ -98,7 +100,9 @@ class UtcDateTimeFilter(filters.IsoDateTimeFilter):
                 value = value.astimezone(UTC)
             except OverflowError:
                 name = next((n for n, f in self.parent.filters.items() if f is self), "")
-                raise ValidationError({name or self.field_name: ["out of range"]}) from None
+                raise ValidationError(
+                    {name or self.field_name: [gettext("out of range")]}
+                ) from None
         return super().filter(qs, value)
 
 
@@ -135,12 +139,12 @@ class RunFilter(filters.FilterSet):
 
 class RunEnded(APIException):
     status_code = status.HTTP_409_CONFLICT
-    default_detail = "the run has ended"
+    default_detail = gettext_lazy("the run has ended")
 
 
 class RedisDown(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "Redis cannot be reached"
+    default_detail = gettext_lazy("Redis cannot be reached")
 
 
 CANCEL_REFUSED = inline_serializer(
@@ -158,7 +162,7 @@ def canceller(request: Request) -> str:
     return f"token:{getattr(request.auth, 'name', '?')}"
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
+class RunViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
     """Runs, newest first. Filter by job, status (repeatable), trigger,
     time (`enqueued_after=2026-11-30T08:00:00Z` …, after inclusive, before
     exclusive) and `cause` (a parent run's children, a run's dependants).
@@ -166,7 +170,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     filterset_class = RunFilter
     job_token_actions = ("list", "retrieve", "cancel")
-    action_perms: dict[str, list[str]] = {"cancel": ["runs.view_run", "runs.cancel_run"]}
+    action_perms: dict[str, list[str]] = {"cancel": ["takt_runs.view_run", "takt_runs.cancel_run"]}
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("job").order_by("-enqueued_at", "-id")
@@ -207,8 +211,10 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
                 raise PermissionDenied(
                     {
                         "api_trigger_permission": [
-                            "a job's token cancels its runs only where it may start the job"
-                            " (API trigger permission 'authenticated' or 'token')"
+                            gettext(
+                                "a job's token cancels its runs only where it may start the"
+                                " job (API trigger permission 'authenticated' or 'token')"
+                            )
                         ]
                     }
                 )

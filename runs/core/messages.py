@@ -1,6 +1,12 @@
 """The texts runs carry when the engine refuses or defers them, shared by
 the beat, the workers and the admin (which recognises the UTC times in
-them and shows them in the reader's zone). Pure."""
+them and shows them in the reader's zone). Pure.
+
+Texts the admin or the API also show to a reader are marked with
+`gettext_noop` (the name xgettext looks for: makemessages finds them) and
+kept as an English template with named parameters; the edge fills them in
+the reader's language (jobs.i18n.translated), while what is stored (a
+run's message, the decision log) is the English `template % params`."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from jobs.core.cron import gettext_noop
 from jobs.core.rules import Overlap, OverlapRules
 from runs.core.admission import StartAction, compute_start_action
 
@@ -115,13 +116,42 @@ def condition_met(condition: Condition, value: int | None) -> bool:
     return value is not None and value in condition.accepted
 
 
-def condition_text(condition: Condition, value: int | None) -> str:
-    """Why a condition holds a run back: "condition not met: variable
-    'Import done' is -1, it must be 0 or 200"."""
+CONDITION_NOT_MET = {
+    (True, False): gettext_noop(
+        "condition not met: variable %(variable)r is %(value)s, it must be %(accepted)s"
+    ),
+    (False, False): gettext_noop(
+        "condition not met: variable %(variable)r is %(value)s, it must be %(first)s or %(last)s"
+    ),
+    (True, True): gettext_noop(
+        "condition not met: variable %(variable)r is unknown, it must be %(accepted)s"
+    ),
+    (False, True): gettext_noop(
+        "condition not met: variable %(variable)r is unknown, it must be %(first)s or %(last)s"
+    ),
+}
+
+
+def condition_message(condition: Condition, value: int | None) -> tuple[str, dict[str, object]]:
+    """Why a condition holds a run back, as an English template (marked for
+    translation) and its named parameters; see condition_text."""
     accepted = [str(v) for v in condition.accepted]
-    must = accepted[0] if len(accepted) == 1 else f"{', '.join(accepted[:-1])} or {accepted[-1]}"
-    shown = "unknown" if value is None else str(value)
-    return f"condition not met: variable {condition.variable!r} is {shown}, it must be {must}"
+    params: dict[str, object] = {
+        "variable": condition.variable,
+        "value": "" if value is None else str(value),
+        "accepted": accepted[0],
+        "first": ", ".join(accepted[:-1]),
+        "last": accepted[-1],
+    }
+    return CONDITION_NOT_MET[(len(accepted) == 1, value is None)], params
+
+
+def condition_text(condition: Condition, value: int | None) -> str:
+    """Why a condition holds a run back, in English (a run's message, the
+    decision log): "condition not met: variable 'Import done' is -1, it
+    must be 0 or 200"."""
+    template, params = condition_message(condition, value)
+    return template % params
 
 
 class Verdict(StrEnum):

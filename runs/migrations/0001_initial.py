@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("jobs", "0001_initial"),
+        ("takt_jobs", "0001_initial"),
     ]
 
     operations = [
@@ -100,7 +100,7 @@ class Migration(migrations.Migration):
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="runs",
-                        to="jobs.job",
+                        to="takt_jobs.job",
                     ),
                 ),
                 (
@@ -110,7 +110,7 @@ class Migration(migrations.Migration):
                         null=True,
                         on_delete=django.db.models.deletion.SET_NULL,
                         related_name="runs",
-                        to="jobs.trigger",
+                        to="takt_jobs.trigger",
                     ),
                 ),
             ],

@@ -6,8 +6,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0002_hello_world"),
-        ("runs", "0001_initial"),
+        ("takt_jobs", "0002_hello_world"),
+        ("takt_runs", "0001_initial"),
     ]
 
     operations = [
@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 db_index=False,
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="runs",
-                to="jobs.job",
+                to="takt_jobs.job",
             ),
         ),
     ]

@@ -6,8 +6,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0003_scheduling_policies"),
-        ("runs", "0002_run_task_id_from_the_run_id"),
+        ("takt_jobs", "0003_scheduling_policies"),
+        ("takt_runs", "0002_run_task_id_from_the_run_id"),
     ]
 
     operations = [
@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.SET_NULL,
                 related_name="retries",
-                to="runs.run",
+                to="takt_runs.run",
             ),
         ),
         migrations.AddIndex(

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0003_scheduling_policies"),
+        ("takt_runs", "0003_scheduling_policies"),
     ]
 
     operations = [

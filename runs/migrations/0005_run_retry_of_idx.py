@@ -5,8 +5,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0007_builtin_maintenance_job"),
-        ("runs", "0004_maintenance_audit"),
+        ("takt_jobs", "0007_builtin_maintenance_job"),
+        ("takt_runs", "0004_maintenance_audit"),
     ]
 
     operations = [

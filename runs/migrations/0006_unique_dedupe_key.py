@@ -6,7 +6,7 @@ from django.db import migrations, models
 def keep_newest_key(apps, schema_editor):
     """Before F-43's window, finished runs could share a key: keep it on the
     newest run of each (job, key) only."""
-    Run = apps.get_model("runs", "Run")
+    Run = apps.get_model("takt_runs", "Run")
     seen = set()
     stale = []
     for pk, job_id, key in (
@@ -24,8 +24,8 @@ def keep_newest_key(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0008_api_tokens_and_job_key"),
-        ("runs", "0005_run_retry_of_idx"),
+        ("takt_jobs", "0008_api_tokens_and_job_key"),
+        ("takt_runs", "0005_run_retry_of_idx"),
     ]
 
     operations = [

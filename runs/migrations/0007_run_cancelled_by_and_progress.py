@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0006_unique_dedupe_key"),
+        ("takt_runs", "0006_unique_dedupe_key"),
     ]
 
     operations = [

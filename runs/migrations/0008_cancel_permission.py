@@ -3,7 +3,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0007_run_cancelled_by_and_progress"),
+        ("takt_runs", "0007_run_cancelled_by_and_progress"),
     ]
 
     operations = [

@@ -5,8 +5,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0011_job_name_index"),
-        ("runs", "0008_cancel_permission"),
+        ("takt_jobs", "0011_job_name_index"),
+        ("takt_runs", "0008_cancel_permission"),
     ]
 
     operations = [

@@ -5,8 +5,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0011_job_name_index"),
-        ("runs", "0009_run_list_indexes"),
+        ("takt_jobs", "0011_job_name_index"),
+        ("takt_runs", "0009_run_list_indexes"),
     ]
 
     operations = [

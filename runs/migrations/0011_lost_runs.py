@@ -6,13 +6,13 @@ from django.db import migrations, models
 
 
 def forget_lost_durations(apps, schema_editor):
-    apps.get_model("runs", "Run").objects.filter(status="lost").update(duration_s=None)
+    apps.get_model("takt_runs", "Run").objects.filter(status="lost").update(duration_s=None)
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0011_job_name_index"),
-        ("runs", "0010_run_published_index"),
+        ("takt_jobs", "0011_job_name_index"),
+        ("takt_runs", "0010_run_published_index"),
     ]
 
     operations = [

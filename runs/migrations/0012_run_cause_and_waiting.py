@@ -4,8 +4,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0012_coordination"),
-        ("runs", "0011_lost_runs"),
+        ("takt_jobs", "0012_coordination"),
+        ("takt_runs", "0011_lost_runs"),
     ]
 
     operations = [
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 null=True,
                 on_delete=django.db.models.deletion.SET_NULL,
                 related_name="caused",
-                to="runs.run",
+                to="takt_runs.run",
             ),
         ),
         migrations.AddField(

@@ -204,13 +204,8 @@ def open_page(browser: Browser, web: str, **options: Any) -> tuple[Page, list[st
     """A new page in a fresh browser context (New York, en-US, 1280x900, and
     `options`) whose relative URLs go to the web server, and the list of
     problems it sees: uncaught JavaScript errors and failed requests."""
-    context = browser.new_context(
-        base_url=web,
-        timezone_id=BROWSER_TIME_ZONE,
-        locale="en-US",
-        viewport=VIEWPORT,
-        **options,
-    )
+    options = {"timezone_id": BROWSER_TIME_ZONE, "locale": "en-US", **options}
+    context = browser.new_context(base_url=web, viewport=VIEWPORT, **options)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     problems: list[str] = []
@@ -283,6 +278,27 @@ def themed_page(
     for page, _ in opened:
         page.context.close()
     assert not seen, "the browser saw: " + "; ".join(seen)
+
+
+@pytest.fixture
+def german_page(
+    request: pytest.FixtureRequest,
+    browser: Browser,
+    web: str,  # noqa: F811
+    operator: tuple[str, str],
+) -> Iterator[Page]:
+    """A page in a German browser (de-DE, New York), logged in as `operator`
+    through the German login page."""
+    page, problems = open_page(browser, web, locale="de-DE")
+    remember(request, page)
+    page.goto("/admin/login/")
+    page.get_by_label("Benutzername").fill(operator[0])
+    page.get_by_label("Passwort").fill(operator[1])
+    page.get_by_role("button", name="Anmelden").click()
+    expect(page.get_by_role("button", name="Abmelden")).to_be_visible()
+    yield page
+    page.context.close()
+    assert not problems, "the browser saw: " + "; ".join(problems)
 
 
 # An element's box in page coordinates (Playwright's bounding_box is the window's).

@@ -13,14 +13,14 @@ from typing import Protocol
 
 from playwright.sync_api import Locator, Page, expect
 
-JOB_LIST = "/admin/jobs/job/"
-JOB_ADD = "/admin/jobs/job/add/"
-RUN_LIST = "/admin/runs/run/"
-QUEUE = "/admin/jobs/queuestate/"
-OPERATIONS = "/admin/heartbeats/heartbeat/operations/"
-TIMELINE = "/admin/jobs/job/timeline/"
-FORECAST = "/admin/jobs/job/forecast/"
-IMPORT = "/admin/jobs/job/import/"
+JOB_LIST = "/admin/takt_jobs/job/"
+JOB_ADD = "/admin/takt_jobs/job/add/"
+RUN_LIST = "/admin/takt_runs/run/"
+QUEUE = "/admin/takt_jobs/queuestate/"
+OPERATIONS = "/admin/takt_heartbeats/heartbeat/operations/"
+TIMELINE = "/admin/takt_jobs/job/timeline/"
+FORECAST = "/admin/takt_jobs/job/forecast/"
+IMPORT = "/admin/takt_jobs/job/import/"
 
 
 class Shot(Protocol):
@@ -49,11 +49,11 @@ def log_in(page: Page, username: str, password: str) -> None:
 
 
 def job_change_url(job_id: int) -> str:
-    return f"/admin/jobs/job/{job_id}/change/"
+    return f"/admin/takt_jobs/job/{job_id}/change/"
 
 
 def run_change_url(run_id: int) -> str:
-    return f"/admin/runs/run/{run_id}/change/"
+    return f"/admin/takt_runs/run/{run_id}/change/"
 
 
 def fill_job(page: Page, *, name: str, target: str = "takt.hello_world") -> None:

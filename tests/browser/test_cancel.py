@@ -97,7 +97,7 @@ def test_a_running_run_is_cancelled_from_its_page_and_the_job_runs_again(
     page.locator("#takt-cancel-run").click()
 
     expect(message(page)).to_have_text(f"Run #{looping.pk} cancelled.")
-    expect(page).to_have_url(re.compile(rf"/admin/runs/run/{looping.pk}/change/$"))
+    expect(page).to_have_url(re.compile(rf"/admin/takt_runs/run/{looping.pk}/change/$"))
     expect(shown_value(page, "status_badge")).to_have_text("cancelled")
     expect(shown_value(page, "message_text")).to_have_text("cancelled by admin")
     expect(shown_value(page, "cancelled_by")).to_have_text("admin")

@@ -15,6 +15,7 @@ import pytest
 from cronsim import CronSim
 from django.utils import timezone
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from jobs.models import Job, Trigger
 from runs.models import Run
@@ -137,11 +138,21 @@ def test_the_timeline_draws_the_runs_and_fire_times_and_opens_a_run(page: Page, 
     )
     bar = chart.locator(f"svg path[fill='{failed_colour}']")
     expect(bar).to_have_count(1)
-    box = bar.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    opened = re.compile(rf"/admin/takt_runs/run/{made['failed'].pk}/change/$")
+    # The bar is a few pixels wide and the chart may still be settling (its
+    # animation, slower on a busy machine): click where it is now, again if
+    # the page stayed.
+    for _attempt in range(5):
+        box = bar.bounding_box()
+        assert box is not None
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        try:
+            page.wait_for_url(opened, timeout=2000)
+            break
+        except PlaywrightTimeoutError:
+            continue
 
-    expect(page).to_have_url(re.compile(rf"/admin/runs/run/{made['failed'].pk}/change/$"))
+    expect(page).to_have_url(re.compile(rf"/admin/takt_runs/run/{made['failed'].pk}/change/$"))
     assert Run.objects.get(pk=made["failed"].pk).status == "failed"
 
 

@@ -31,8 +31,8 @@ from tests.browser.pages import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-GROUPS = "/admin/jobs/concurrencygroup/"
-VARIABLES = "/admin/jobs/resultvariable/"
+GROUPS = "/admin/takt_jobs/concurrencygroup/"
+VARIABLES = "/admin/takt_jobs/resultvariable/"
 
 
 def save_and_continue(page: Page) -> None:

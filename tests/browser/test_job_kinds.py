@@ -2,8 +2,9 @@
 real worker and reads its output with stderr marked; a working directory
 given as a relative path is refused at its field and nothing is stored. An
 operator picks a system function from the Target field's suggestions, and
-a param it does not take is refused at Params. In a real browser in New
-York against a server in UTC."""
+a param it does not take is refused at Params. An operator gives a Celery
+task's job its positional args and runs it; args for an @takt_job function
+are refused at Args. In a real browser in New York against a server in UTC."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from jobs.models import Job
+from runs.models import Run
 from tests.browser.pages import (
     JOB_ADD,
     JOB_LIST,
     Shot,
     expect_saved,
     field_errors,
+    job_change_url,
     reload_until,
     run_history,
 )
@@ -118,3 +121,35 @@ def test_an_operator_picks_a_system_function_from_the_suggestions(page: Page) ->
         "takt.maintenance",
         {"only": ["checks"]},
     )
+
+
+def test_an_operator_gives_a_celery_task_its_args_and_runs_it(page: Page, worker: object) -> None:
+    job = Job.objects.create(name="Beat task", target="tests.celery_echo", params={"k": 2})
+    page.goto(job_change_url(job.pk))
+    page.get_by_label("Args:").fill('[1, "x"]')
+    press_save(page)
+
+    expect(page.locator(".messagelist .success")).to_contain_text("was changed successfully")
+    assert Job.objects.get(pk=job.pk).args == [1, "x"]
+    page.goto(job_change_url(job.pk))
+    page.get_by_role("button", name="Run now").click()
+    message = page.locator(".messagelist .success")
+    expect(message).to_have_text(re.compile(r"Run #\d+ queued\."))
+    run_id = int(re.search(r"#(\d+)", message.inner_text()).group(1))  # type: ignore[union-attr]
+    history = run_history(page).filter(has_text=f"#{run_id}")
+    reload_until(page, lambda: "succeeded" in history.inner_text(), 30, f"run #{run_id} to end")
+    assert Run.objects.get(pk=run_id).result == {"args": [1, "x"], "kwargs": {"k": 2}}
+
+
+def test_args_for_an_at_takt_job_function_are_refused_at_their_field(page: Page) -> None:
+    job = Job.objects.create(name="Nightly report", target="tests.echo")
+    page.goto(job_change_url(job.pk))
+    page.get_by_label("Args:").fill('[1, "x"]')
+    press_save(page)
+
+    expect(field_errors(page.locator("form"), "args")).to_have_text(
+        "only a Celery task target takes positional arguments: 'tests.echo' is registered"
+        " with @takt_job and gets the run's context (give it params)"
+    )
+    expect(page).not_to_have_url(JOB_LIST)
+    assert Job.objects.get(pk=job.pk).args == []

@@ -45,7 +45,9 @@ def test_an_operator_logs_in_through_the_login_page(
     expect(page).to_have_url(re.compile(r"/admin/$"))
     expect(page.get_by_role("button", name="Log out")).to_be_visible()
     expect(page.locator("#takt-landing")).to_be_visible()  # the Takt landing page
-    expect(page.locator("#jobs-job").get_by_role("link", name="Jobs", exact=True)).to_be_visible()
+    expect(
+        page.locator("#takt_jobs-job").get_by_role("link", name="Jobs", exact=True)
+    ).to_be_visible()
 
 
 def test_a_job_added_with_a_cron_trigger_is_listed_with_its_schedule_in_words(

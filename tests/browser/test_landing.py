@@ -109,7 +109,9 @@ def test_the_landing_page_counts_the_states_and_links_to_each_page(
     expect(page.locator("#takt-queue-state")).to_have_text("running")
     page.go_back()
     page.locator("#takt-landing-failed").get_by_role("link", name="Invoices").click()
-    expect(page).to_have_url(re.compile(rf"/admin/jobs/job/{a_days_work['Invoices'].pk}/change/$"))
+    expect(page).to_have_url(
+        re.compile(rf"/admin/takt_jobs/job/{a_days_work['Invoices'].pk}/change/$")
+    )
     page.go_back()
     page.locator("#takt-landing-next").get_by_role("link", name=soonest.name).click()
     expect(page.get_by_role("heading", name="Change job")).to_be_visible()
@@ -118,7 +120,7 @@ def test_the_landing_page_counts_the_states_and_links_to_each_page(
     for link, where in (
         ("Jobs", JOB_LIST),
         ("Runs", RUN_LIST),
-        ("Alerts", "/admin/heartbeats/alert/"),
+        ("Alerts", "/admin/takt_heartbeats/alert/"),
     ):
         page.locator(".takt-links").get_by_role("link", name=link, exact=True).click()
         expect(page).to_have_url(re.compile(rf"{where}$"))

@@ -144,7 +144,7 @@ def test_the_schedule_is_checked_as_the_operator_types_then_saved_and_run(
 
     latest.get_by_role("link", name=f"#{run_id}").click()
 
-    expect(page).to_have_url(re.compile(rf"/admin/runs/run/{run_id}/change/$"))
+    expect(page).to_have_url(re.compile(rf"/admin/takt_runs/run/{run_id}/change/$"))
     expect(shown_value(page, "status_badge")).to_have_text("succeeded")
     expect(page.locator("#takt-run-live [data-live=output]")).to_contain_text(
         "hello from Weekday report"

@@ -1,65 +1,20 @@
-"""The processes the chaos test starts and kills: a redis-server without
-persistence, and slots of beats and workers (a slot is restarted under the
-same name, as a supervisor would restart a service)."""
+"""The processes the chaos test starts and kills: slots of beats and
+workers (a slot is restarted under the same name, as a supervisor would
+restart a service). Its redis-server is tests.processes.RedisServer."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
-
-import redis
 
 from tests.processes import Proc
 
 READY = {"worker": "ready.", "beat": "beat: Starting"}
 CRASH_RESTART_S = 1.0  # a process that died by itself comes back after this
-
-
-class RedisServer:
-    """redis-server on a fixed port with no persistence (--save "" and
-    --appendonly no): a restart starts empty, like `make run`'s Redis."""
-
-    def __init__(self, port: int, workdir: Path) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not installed: apt-get install redis-server")
-        self.binary, self.port, self.workdir = binary, port, workdir
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log: BinaryIO | None = None
-        self.starts = 0
-
-    def start(self, timeout_s: float = 10) -> None:
-        self.starts += 1
-        self.log = log = (self.workdir / f"redis-{self.starts}.log").open("wb")
-        argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        argv += ["--appendonly", "no", "--dir", str(self.workdir)]
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError(f"redis-server on port {self.port} did not start") from None
-                time.sleep(0.05)
-        client.close()
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        if self.log is not None:
-            self.log.close()
 
 
 def children_of(pid: int) -> list[int]:

@@ -36,12 +36,12 @@ import psycopg
 
 from tests.chaos import jobdefs
 from tests.chaos.analysis import Timeline, analyse
-from tests.chaos.fleet import READY, RedisServer, Slot, make_slots
+from tests.chaos.fleet import READY, Slot, make_slots
 from tests.chaos.jobs import executing_pids, read_lines
 from tests.chaos.report import Report
 from tests.chaos.schedule import BEATS, WORKERS, Event, Profile, plan_chaos
 from tests.pgcluster import PrivateCluster
-from tests.processes import ROOT, free_port
+from tests.processes import ROOT, RedisServer, free_port
 
 LOCK_TTL_S = 3
 POLL_S = 0.5
@@ -131,7 +131,7 @@ def run_chaos(
         checked_at = datetime.now(UTC)
         stuck = _fetch(
             url,
-            f"SELECT {RUN_COLUMNS} FROM runs_run WHERE status IN ('queued', 'running')"
+            f"SELECT {RUN_COLUMNS} FROM takt_runs_run WHERE status IN ('queued', 'running')"
             " AND enqueued_at < %s",
             [checked_at - timedelta(seconds=STUCK_AFTER_S)],
         )
@@ -149,16 +149,16 @@ def run_chaos(
         collected = dict(
             jobs=_fetch(
                 url,
-                "SELECT id, key, overlap_policy, max_instances, max_retries FROM jobs_job"
+                "SELECT id, key, overlap_policy, max_instances, max_retries FROM takt_jobs_job"
                 " WHERE key LIKE 'chaos.%'",
             ),
             triggers=_fetch(
                 url,
                 "SELECT t.job_id, t.kind, t.cron_expression, t.interval_seconds, t.start_at"
-                " FROM jobs_trigger t JOIN jobs_job j ON j.id = t.job_id"
+                " FROM takt_jobs_trigger t JOIN takt_jobs_job j ON j.id = t.job_id"
                 " WHERE j.key LIKE 'chaos.%'",
             ),
-            runs=_fetch(url, f"SELECT {RUN_COLUMNS} FROM runs_run"),
+            runs=_fetch(url, f"SELECT {RUN_COLUMNS} FROM takt_runs_run"),
             stuck=stuck,
             executions=read_lines(chaos.side_channel),
             kills=chaos.kills,
@@ -214,7 +214,7 @@ def _prepare_database(
     manage = [sys.executable, "manage.py"]
     _check([*manage, "migrate", "--noinput"], env, "manage.py migrate")
     url = env["DATABASE_URL"]
-    _execute(url, "UPDATE jobs_trigger SET enabled = false, active = false")
+    _execute(url, "UPDATE takt_jobs_trigger SET enabled = false, active = false")
     path = workdir / "jobs.json"
     start_at = datetime.now(UTC).replace(microsecond=0)
     path.write_text(json.dumps(jobdefs.definitions(profile.jobs, start_at=start_at), indent=1))

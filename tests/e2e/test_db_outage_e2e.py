@@ -66,7 +66,7 @@ class Outage:
         rows = self.sql(
             "SELECT r.id, r.status, r.trigger, r.scheduled_for, r.missed_count,"
             " coalesce(r.duration_s, -1), coalesce(r.finished_at::text, '')"
-            " FROM runs_run r JOIN jobs_job j ON j.id = r.job_id"
+            " FROM takt_runs_run r JOIN takt_jobs_job j ON j.id = r.job_id"
             f" WHERE j.key = '{key}' ORDER BY r.scheduled_for, r.id"
         )
         return [
@@ -116,7 +116,7 @@ def outage(live_env: dict[str, str]) -> Iterator[Outage]:
         db = Outage(cluster, env)
         db.manage("migrate", "--noinput", "-v", "0")
         # The built-in hourly maintenance job must not fire during the tests.
-        db.sql("UPDATE jobs_trigger SET active = false")
+        db.sql("UPDATE takt_jobs_trigger SET active = false")
         yield db
     finally:
         cluster.destroy()
@@ -176,7 +176,7 @@ def wait_ended(db: Outage, *keys: str, timeout: float = 20) -> None:
         wait_until(lambda: not left(), timeout, "the runs to end")
     except AssertionError as exc:
         detail = db.sql(
-            "SELECT id, status, trigger, scheduled_for, published_at, held, worker FROM runs_run"
+            "SELECT id, status, trigger, scheduled_for, published_at, held, worker FROM takt_runs_run"
             " WHERE status IN ('queued', 'running') ORDER BY id"
         )
         raise AssertionError(f"{exc}: {detail}") from None
@@ -210,7 +210,7 @@ def test_beat_and_worker_ride_out_a_restart_and_catch_up_the_missed_fire_times(
     wait_until(lambda: "database back after" in beat.log(), 15, "the beat to see the database")
     back_s = time.monotonic() - stopped_at
     # The catch-up runs of one claim go out one by one (the beat's sweep).
-    held = "SELECT count(*) FROM runs_run WHERE held AND status = 'queued'"
+    held = "SELECT count(*) FROM takt_runs_run WHERE held AND status = 'queued'"
     wait_until(lambda: up.sql(held) == [["0"]], OUTAGE_S + 10, "the catch-up runs to go out")
     time.sleep(1)  # a fire time on time again
     beat.stop()
@@ -251,7 +251,7 @@ def test_a_run_that_ends_while_the_database_is_down_is_recorded_once_when_it_is_
     }
     worker = start_process("worker", **up.env)
     up.manage("sync_jobs", TAKT_JOBS_FILE=jobs_file(tmp_path, sleeper))
-    job_id = up.sql(f"SELECT id FROM jobs_job WHERE key = '{key}'")[0][0]
+    job_id = up.sql(f"SELECT id FROM takt_jobs_job WHERE key = '{key}'")[0][0]
     up.manage("run_job", job_id)
     wait_until(lambda: executions(side), 20, "the run to start")
     time.sleep(0.8)
@@ -289,7 +289,7 @@ def test_a_run_delivered_and_a_beat_started_while_the_database_is_down_wait_for_
     key = "outage.late"
     job = {"key": key, "name": key, "target": "tests.append", "params": {"path": str(side)}}
     up.manage("sync_jobs", TAKT_JOBS_FILE=jobs_file(tmp_path, job))
-    job_id = up.sql(f"SELECT id FROM jobs_job WHERE key = '{key}'")[0][0]
+    job_id = up.sql(f"SELECT id FROM takt_jobs_job WHERE key = '{key}'")[0][0]
     up.manage("run_job", job_id)  # published; no worker yet
     up.cluster.stop()
     # The claim waits 2 s, then the task sends the run again (and again).
@@ -299,7 +299,9 @@ def test_a_run_delivered_and_a_beat_started_while_the_database_is_down_wait_for_
     jobs = jobs_file(tmp_path, job, every_second("outage.ticking", ticking))
     beat = start_process("beat", **{**up.env, "TAKT_JOBS_FILE": jobs})
     wait_until(lambda: "sending run" in worker.log(), 20, "the worker to give the run back")
-    assert "database unavailable (beat start)" in beat.log()
+    # the beat's first try at the database may come after the worker's (a
+    # slower start on a busy machine): wait for it as for the worker's
+    wait_until(lambda: "database unavailable (beat start)" in beat.log(), 20, "the beat to wait")
     assert executions(side) == []
     up.cluster.start()
     (run,) = wait_until(
@@ -370,10 +372,10 @@ def test_a_web_request_during_the_outage_gets_a_clear_503(up, live_log_dir):
         get: Callable[..., tuple[int, dict[str, str], str]] = lambda path, **kw: _get(  # noqa: E731
             base + path, session=session, **kw
         )
-        wait_until(lambda: get("/admin/runs/run/")[0] == 200, 20, "the admin to answer")
+        wait_until(lambda: get("/admin/takt_runs/run/")[0] == 200, 20, "the admin to answer")
 
         up.cluster.stop()
-        status, headers, body = get("/admin/runs/run/")
+        status, headers, body = get("/admin/takt_runs/run/")
         assert (status, headers.get("Retry-After")) == (503, "10")
         assert "Database unavailable" in body and "The database is not reachable" in body
         assert "Traceback" not in body
@@ -385,7 +387,7 @@ def test_a_web_request_during_the_outage_gets_a_clear_503(up, live_log_dir):
         assert status == 503 and "detail" in json.loads(body)
 
         up.cluster.start()
-        assert get("/admin/runs/run/")[0] == 200
+        assert get("/admin/takt_runs/run/")[0] == 200
         log = web.log()
         assert "Traceback" not in log, log[-6000:]
         assert log.count("database unavailable") == 1

@@ -19,7 +19,7 @@ from jobs.models import Job, Trigger
 from runs.models import Run, RunStatus, RunTrigger
 from runs.watching import LEASE_SECONDS
 from tests.e2e.conftest import wait_until
-from tests.processes import PrivateRedis
+from tests.processes import RedisServer, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -119,7 +119,7 @@ def test_a_redis_restart_without_persistence_loses_no_file_and_runs_none_twice(
 ):
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
-    server = PrivateRedis(redis_dir)
+    server = RedisServer(free_port(), redis_dir)
     server.start()
     folder = tmp_path / "inbox"
     folder.mkdir()

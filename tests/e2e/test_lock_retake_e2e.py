@@ -21,7 +21,7 @@ from runs.locks import job_lock_key, token_run_id
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
 from tests.e2e.conftest import wait_until
-from tests.processes import PrivateRedis
+from tests.processes import RedisServer, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -94,8 +94,8 @@ def test_a_keeper_re_takes_its_lock_after_a_flushall(start_process, beat, redis_
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(tmp_path)
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(free_port(), tmp_path)
     server.start()
     try:
         yield server

@@ -91,6 +91,7 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         "kind": job.kind,
         "target": job.target,
         "params": json.dumps(job.params),
+        "args": json.dumps(job.args),
         "notify": json.dumps(job.notify),
         "heartbeat_deadline_s": "",
         "owner": "",

@@ -57,7 +57,7 @@ def trigger_row(job: Job, trigger: Trigger | None = None, **changes) -> dict:
 
 
 def change_url(job: Job) -> str:
-    return reverse("admin:jobs_job_change", args=[job.pk])
+    return reverse("admin:takt_jobs_job_change", args=[job.pk])
 
 
 @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ def test_adding_a_cron_trigger_in_the_admin_saves_it_with_its_next_run(admin_cli
 def test_the_run_now_button_creates_a_manual_run_also_for_a_disabled_job(admin_client, enabled):
     job = make_job("nightly", enabled=enabled)
 
-    response = admin_client.post(reverse("admin:jobs_job_run_now", args=[job.pk]), follow=True)
+    response = admin_client.post(reverse("admin:takt_jobs_job_run_now", args=[job.pk]), follow=True)
 
     run = Run.objects.get()
     assert (run.job, run.trigger, run.status) == (job, RunTrigger.MANUAL, RunStatus.QUEUED)
@@ -124,7 +124,9 @@ def test_the_run_now_button_creates_a_manual_run_also_for_a_disabled_job(admin_c
 
 def test_the_run_now_button_needs_a_post(admin_client):
     job = make_job()
-    assert admin_client.get(reverse("admin:jobs_job_run_now", args=[job.pk])).status_code == 405
+    assert (
+        admin_client.get(reverse("admin:takt_jobs_job_run_now", args=[job.pk])).status_code == 405
+    )
     assert not Run.objects.exists()
 
 
@@ -140,11 +142,11 @@ def test_the_job_and_run_pages_render(admin_client):
     )
 
     pages = {
-        "job list": reverse("admin:jobs_job_changelist"),
+        "job list": reverse("admin:takt_jobs_job_changelist"),
         "job editor": change_url(job),
-        "run list": reverse("admin:runs_run_changelist"),
-        "run list for the job": reverse("admin:runs_run_changelist") + f"?job={job.pk}",
-        "run": reverse("admin:runs_run_change", args=[run.pk]),
+        "run list": reverse("admin:takt_runs_run_changelist"),
+        "run list for the job": reverse("admin:takt_runs_run_changelist") + f"?job={job.pk}",
+        "run": reverse("admin:takt_runs_run_change", args=[run.pk]),
     }
     for name, url in pages.items():
         response = admin_client.get(url)
@@ -152,7 +154,7 @@ def test_the_job_and_run_pages_render(admin_client):
         assert "nightly report" in response.content.decode(), name
     editor = admin_client.get(change_url(job)).content.decode()
     assert "&lt;b&gt;line two&lt;/b&gt;" in editor  # run output is escaped
-    job_list = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
+    job_list = admin_client.get(reverse("admin:takt_jobs_job_changelist")).content.decode()
     assert "Every hour (Europe/Berlin); every 90 minutes after the previous run ends" in job_list
 
 
@@ -169,7 +171,8 @@ def test_disabling_in_the_editor_and_enabling_by_action_keeps_the_old_next_run(a
         assert (trigger.active, trigger.next_run_at) == (False, next_run_at)
 
         response = admin_client.post(
-            reverse("admin:jobs_job_changelist"), {"action": "enable", "_selected_action": [job.pk]}
+            reverse("admin:takt_jobs_job_changelist"),
+            {"action": "enable", "_selected_action": [job.pk]},
         )
 
     assert response.status_code == 302
@@ -182,7 +185,7 @@ def test_the_run_now_action_starts_one_manual_run_per_selected_job(admin_client)
     jobs = [make_job("a"), make_job("b", enabled=False)]
 
     response = admin_client.post(
-        reverse("admin:jobs_job_changelist"),
+        reverse("admin:takt_jobs_job_changelist"),
         {"action": "run_now", "_selected_action": [j.pk for j in jobs]},
     )
 
@@ -204,6 +207,39 @@ def test_params_with_nan_in_the_admin_get_a_field_error(admin_client):
     assert Job.objects.get(pk=job.pk).params == {"ratio": 0.5}
 
 
+def test_args_of_a_celery_task_target_are_saved_from_the_editor(admin_client):
+    job = make_job("beat task", target="tests.celery_echo")
+
+    assert admin_client.post(change_url(job), job_form(job, args='[1, "x"]')).status_code == 302
+    assert Job.objects.get(pk=job.pk).args == [1, "x"]
+
+    assert admin_client.post(change_url(job), job_form(job, args="")).status_code == 302
+    assert Job.objects.get(pk=job.pk).args == []  # an emptied box: no arguments
+
+
+@pytest.mark.parametrize(
+    ("target", "args", "message"),
+    [
+        (
+            "tests.echo",
+            "[1]",
+            "only a Celery task target takes positional arguments: 'tests.echo' is registered"
+            " with @takt_job and gets the run's context (give it params)",
+        ),
+        ("tests.celery_echo", '{"k": 2}', 'must be a JSON list, e.g. [1, "x"]'),
+    ],
+)
+def test_refused_args_in_the_admin_get_a_field_error(admin_client, target, args, message):
+    job = make_job("nightly", target=target, params={"k": 2})
+
+    with transaction.atomic():
+        response = admin_client.post(change_url(job), job_form(job, args=args))
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["args"] == [message]
+    assert Job.objects.get(pk=job.pk).args == []
+
+
 def test_a_spent_once_trigger_made_in_code_does_not_block_editing_its_job(admin_client):
     job = make_job("one-off")
     run_at = T0 + timedelta(hours=1, microseconds=123456)  # e.g. timezone.now() + 1 h
@@ -221,7 +257,7 @@ def test_a_spent_once_trigger_made_in_code_does_not_block_editing_its_job(admin_
 def test_the_backfill_action_asks_for_a_range_then_creates_the_runs(admin_client):
     job = make_job("hourly")
     make_trigger(job, created_at=T0, kind="interval", interval_seconds=3600, start_at=T0)
-    changelist = reverse("admin:jobs_job_changelist")
+    changelist = reverse("admin:takt_jobs_job_changelist")
     selected = {"action": "backfill", "_selected_action": [job.pk]}
 
     asked = admin_client.post(changelist, selected)
@@ -241,7 +277,9 @@ def test_the_backfill_action_asks_for_a_range_then_creates_the_runs(admin_client
     )
     # F-93: it runs as an operation, whose run page the admin shows.
     operation = Run.objects.get(job__key="takt.operations")
-    assert done.redirect_chain == [(reverse("admin:runs_run_change", args=[operation.pk]), 302)]
+    assert done.redirect_chain == [
+        (reverse("admin:takt_runs_run_change", args=[operation.pk]), 302)
+    ]
     assert execute(operation.pk, worker="test") == RunStatus.SUCCEEDED
     operation.refresh_from_db()
     assert "3 fire time(s), 0 already had a run, 3 run(s) created" in operation.output
@@ -251,7 +289,7 @@ def test_the_backfill_action_asks_for_a_range_then_creates_the_runs(admin_client
 def test_pause_and_resume_actions_record_who_paused(admin_client):
     job = make_job("pausable")
     trigger = hourly(job, created_at=T0)
-    changelist = reverse("admin:jobs_job_changelist")
+    changelist = reverse("admin:takt_jobs_job_changelist")
     admin_client.post(changelist, {"action": "pause", "_selected_action": [job.pk]})
     job.refresh_from_db()
     trigger.refresh_from_db()
@@ -265,7 +303,7 @@ def test_pause_and_resume_actions_record_who_paused(admin_client):
 
 def test_the_job_editor_says_why_a_job_did_not_run(admin_client):
     job = make_job("idle", enabled=False)
-    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+    page = admin_client.get(reverse("admin:takt_jobs_job_change", args=[job.pk]))
     assert b"Why didn&#x27;t it run?" in page.content or b"Why didn't it run?" in page.content
     assert b"held back by: enabled (the job is disabled; Run now still works)" in page.content
 
@@ -273,7 +311,7 @@ def test_the_job_editor_says_why_a_job_did_not_run(admin_client):
 def test_a_new_trigger_form_starts_with_every_weekday_ticked(admin_client):
     """ "Add another Trigger" clones the empty form: with no day ticked, a
     valid trigger would be refused with "choose at least one weekday"."""
-    html = admin_client.get(reverse("admin:jobs_job_add")).content.decode()
+    html = admin_client.get(reverse("admin:takt_jobs_job_add")).content.decode()
     boxes = [line for line in html.split("<input") if 'name="triggers-__prefix__-weekdays"' in line]
     assert len(boxes) == 7
     assert all("checked" in box for box in boxes)

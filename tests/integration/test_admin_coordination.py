@@ -63,7 +63,7 @@ def test_a_dependency_trigger_is_saved_with_its_upstream_job_and_ends(admin_clie
 
 
 def test_the_new_trigger_form_offers_the_upstream_job_as_an_autocomplete(admin_client):
-    html = admin_client.get(reverse("admin:jobs_job_add")).content.decode()
+    html = admin_client.get(reverse("admin:takt_jobs_job_add")).content.decode()
     select = html[html.index('name="triggers-__prefix__-upstream_job"') - 300 :].split("</select>")[
         0
     ]
@@ -81,7 +81,12 @@ def test_the_upstream_job_autocomplete_finds_jobs_by_name(admin_client):
     wanted, _ = make_job("import orders"), make_job("report")
     answer = admin_client.get(
         reverse("admin:autocomplete"),
-        {"app_label": "jobs", "model_name": "trigger", "field_name": "upstream_job", "term": "imp"},
+        {
+            "app_label": "takt_jobs",
+            "model_name": "trigger",
+            "field_name": "upstream_job",
+            "term": "imp",
+        },
     )
     assert answer.status_code == 200
     assert [row["text"] for row in answer.json()["results"]] == [f"import orders (#{wanted.pk})"]
@@ -247,7 +252,7 @@ def test_a_new_job_with_a_parent_and_a_trigger_is_refused(admin_client):
     data["triggers-0-job"] = ""
 
     with time_machine.travel(T0, tick=False):
-        response = admin_client.post(reverse("admin:jobs_job_add"), data)
+        response = admin_client.post(reverse("admin:takt_jobs_job_add"), data)
 
     assert response.status_code == 200
     assert list(trigger_errors(response)) == ["kind"]
@@ -296,14 +301,16 @@ def test_the_group_list_shows_colour_limit_jobs_holders_and_waiting_runs(
     hold_slot(redis_client, exclusive_key(), add_run(reindex))
 
     with django_assert_max_num_queries(8):
-        page = admin_client.get(reverse("admin:jobs_concurrencygroup_changelist")).content.decode()
+        page = admin_client.get(
+            reverse("admin:takt_jobs_concurrencygroup_changelist")
+        ).content.decode()
 
     row = page[page.index(">Database</span>") :].split("</tr>")[0]
     assert 'class="takt-swatch" style="background:#d94f00"' in page
     assert '<td class="field-limit">2</td>' in row
-    assert f"href='/admin/jobs/job/?group={database.pk}'>2</a>" in row
+    assert f"href='/admin/takt_jobs/job/?group={database.pk}'>2</a>" in row
     assert f">run #{running.pk}</a> vacuum" in row
-    assert f"href='/admin/runs/run/?waiting=group&amp;group={database.pk}'>1 run</a>" in row
+    assert f"href='/admin/takt_runs/run/?waiting=group&amp;group={database.pk}'>1 run</a>" in row
     reports = page[page.index(">Reports</span>") :].split("</tr>")[0]
     assert '<td class="field-holders">none</td>' in reports
     exclusive = page[page.index('id="takt-exclusive-now"') :].split("</p>")[0]
@@ -319,7 +326,7 @@ def test_a_groups_page_lists_its_jobs_and_says_when_redis_is_away(admin_client, 
 
     monkeypatch.setattr("jobs.admin.groups.slot_holders", unreachable)
     page = admin_client.get(
-        reverse("admin:jobs_concurrencygroup_change", args=[database.pk])
+        reverse("admin:takt_jobs_concurrencygroup_change", args=[database.pk])
     ).content.decode()
 
     assert ">vacuum</a>" in page
@@ -338,7 +345,7 @@ def test_a_bad_group_names_its_field_and_saves_nothing(admin_client, fields, fie
     ConcurrencyGroup.objects.create(name="Database")
     data = {"name": "Imports", "colour": "#2f6fde", "limit": "1", "description": "", **fields}
 
-    response = admin_client.post(reverse("admin:jobs_concurrencygroup_add"), data)
+    response = admin_client.post(reverse("admin:takt_jobs_concurrencygroup_add"), data)
 
     assert response.status_code == 200
     assert dict(response.context["adminform"].form.errors) == {field: [message]}
@@ -347,7 +354,7 @@ def test_a_bad_group_names_its_field_and_saves_nothing(admin_client, fields, fie
 
 def test_a_value_set_by_hand_is_recorded_as_the_users(admin_client):
     variable = ResultVariable.objects.create(name="import_status", value=1, changed_by_run=41)
-    url = reverse("admin:jobs_resultvariable_change", args=[variable.pk])
+    url = reverse("admin:takt_jobs_resultvariable_change", args=[variable.pk])
 
     response = admin_client.post(url, {"name": "import_status", "value": "200", "description": "x"})
 
@@ -355,14 +362,14 @@ def test_a_value_set_by_hand_is_recorded_as_the_users(admin_client):
     variable.refresh_from_db()
     assert (variable.value, variable.changed_by, variable.changed_by_run) == (200, "admin", None)
     assert variable.description == "x" and variable.changed_at is not None
-    page = admin_client.get(reverse("admin:jobs_resultvariable_changelist")).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_resultvariable_changelist")).content.decode()
     assert '<td class="field-set_by">admin</td>' in page
 
 
 def test_a_variable_saved_with_its_value_unchanged_keeps_its_setter(admin_client):
     run = add_run(make_job("import"), RunStatus.SUCCEEDED)
     variable = ResultVariable.objects.create(name="import_status", value=0, changed_by_run=run.pk)
-    url = reverse("admin:jobs_resultvariable_change", args=[variable.pk])
+    url = reverse("admin:takt_jobs_resultvariable_change", args=[variable.pk])
 
     admin_client.post(url, {"name": "import_status", "value": "0", "description": "new words"})
 
@@ -370,7 +377,7 @@ def test_a_variable_saved_with_its_value_unchanged_keeps_its_setter(admin_client
     assert (variable.changed_by_run, variable.changed_by, variable.description) == (
         run.pk, "", "new words",
     )  # fmt: skip
-    page = admin_client.get(reverse("admin:jobs_resultvariable_changelist")).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_resultvariable_changelist")).content.decode()
     assert f">run #{run.pk}</a> of import" in page
 
 
@@ -380,9 +387,9 @@ def test_the_variable_page_names_its_writers_and_readers(admin_client):
     make_job("report", condition_variable=variable, condition_values=[0])
 
     page = admin_client.get(
-        reverse("admin:jobs_resultvariable_change", args=[variable.pk])
+        reverse("admin:takt_jobs_resultvariable_change", args=[variable.pk])
     ).content.decode()
-    listed = admin_client.get(reverse("admin:jobs_resultvariable_changelist")).content.decode()
+    listed = admin_client.get(reverse("admin:takt_jobs_resultvariable_changelist")).content.decode()
 
     assert ">import</a>" in page[page.index("Written by") :]
     assert ">report</a>" in page[page.index("Read by") :]
@@ -400,7 +407,7 @@ def test_a_bad_variable_names_its_field_and_saves_nothing(admin_client, fields, 
     ResultVariable.objects.create(name="import_status")
     data = {"name": "report_status", "value": "0", "description": "", **fields}
 
-    response = admin_client.post(reverse("admin:jobs_resultvariable_add"), data)
+    response = admin_client.post(reverse("admin:takt_jobs_resultvariable_add"), data)
 
     assert dict(response.context["adminform"].form.errors) == {field: [message]}
     assert ResultVariable.objects.count() == 1
@@ -410,7 +417,7 @@ def test_a_bad_variable_names_its_field_and_saves_nothing(admin_client, fields, 
 
 
 def run_page(client, run: Run) -> str:
-    return client.get(reverse("admin:runs_run_change", args=[run.pk])).content.decode()
+    return client.get(reverse("admin:takt_runs_run_change", args=[run.pk])).content.decode()
 
 
 def test_a_parent_runs_page_lists_its_children_in_order_and_a_child_names_its_parent(
@@ -434,7 +441,7 @@ def test_a_parent_runs_page_lists_its_children_in_order_and_a_child_names_its_pa
     assert "disabled: skipped" in panel
     assert 'id="takt-dependants"' not in page
     child = run_page(admin_client, retry)
-    link = f"<a href='/admin/runs/run/{parent_run.pk}/change/'>run #{parent_run.pk}</a>"
+    link = f"<a href='/admin/takt_runs/run/{parent_run.pk}/change/'>run #{parent_run.pk}</a>"
     assert f"child of parent {link}" in child
     assert "Children" not in child and 'id="takt-children-runs"' not in child
 
@@ -447,7 +454,7 @@ def test_a_dependant_names_the_run_whose_end_started_it(admin_client):
     upstream_page, started_page = run_page(admin_client, upstream), run_page(admin_client, started)
 
     assert f">run #{started.pk}</a>" in upstream_page[upstream_page.index('id="takt-dependants"') :]
-    link = f"<a href='/admin/runs/run/{upstream.pk}/change/'>run #{upstream.pk}</a>"
+    link = f"<a href='/admin/takt_runs/run/{upstream.pk}/change/'>run #{upstream.pk}</a>"
     assert f"started by the end of {link} of job" in started_page
     assert (
         '(it ended <span class="takt-badge takt-status-succeeded">succeeded</span>)' in started_page
@@ -475,9 +482,9 @@ def test_a_held_run_says_what_it_waits_for_on_its_page_and_in_the_list(
 
     page = run_page(admin_client, waiting)
     with django_assert_max_num_queries(10):
-        listed = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
+        listed = admin_client.get(reverse("admin:takt_runs_run_changelist")).content.decode()
     only_groups = admin_client.get(
-        reverse("admin:runs_run_changelist"), {"waiting": "group", "group": database.pk}
+        reverse("admin:takt_runs_run_changelist"), {"waiting": "group", "group": database.pk}
     ).content.decode()
 
     assert "waiting for a slot of group <a href=" in page

@@ -54,12 +54,12 @@ def test_the_job_list_shows_schedule_next_and_last_run_and_heartbeat(admin_clien
     job = make_job("nightly report")
     hourly(job, created_at=T0)
     run = add_run(job, RunStatus.FAILED, duration_s=245.0)
-    page = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_job_changelist")).content.decode()
     row = page[page.index(">nightly report</a>") :].split("</tr>")[0]
     assert "At 0 minutes past the hour" in row or "Every hour" in row, row
     assert 'class="takt-badge takt-status-failed">failed<' in row
     assert "4 min 05 s" in row
-    assert reverse("admin:runs_run_change", args=[run.pk]) in row
+    assert reverse("admin:takt_runs_run_change", args=[run.pk]) in row
     assert 'class="takt-time"' in row and "data-relative" in row  # the next run
     assert "takt-state-new" in row  # no heartbeat yet
 
@@ -77,10 +77,10 @@ def test_the_job_list_costs_the_same_queries_for_3_and_60_jobs(
     groups = [ConcurrencyGroup.objects.create(name=f"group {i}") for i in range(3)]
     in_groups(jobs_with_runs(3), groups)
     with django_assert_max_num_queries(12) as few:
-        admin_client.get(reverse("admin:jobs_job_changelist"))
+        admin_client.get(reverse("admin:takt_jobs_job_changelist"))
     in_groups(jobs_with_runs(60), groups)
     with django_assert_max_num_queries(len(few.captured_queries)):
-        page = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
+        page = admin_client.get(reverse("admin:takt_jobs_job_changelist")).content.decode()
     assert page.count('class="takt-badge takt-status-') == 63
     assert page.count('<span class="takt-group takt-group-exclusive">exclusive</span>') == 16
     assert page.count('<span class="takt-swatch" style="background:#2f6fde">') == 47
@@ -91,12 +91,12 @@ def test_the_run_list_is_newest_first_with_badges_and_bounded_queries(
 ):
     jobs = jobs_with_runs(40)
     with django_assert_max_num_queries(10):
-        page = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
+        page = admin_client.get(reverse("admin:takt_runs_run_changelist")).content.decode()
     newest = Run.objects.order_by("-id").first()
     assert page.index(f">#{newest.pk}<") < page.index(f">#{newest.pk - 1}<")
     assert page.count("takt-status-failed") == 20
     assert (
-        f'href="{reverse("admin:jobs_job_change", args=[jobs[0].pk])}"' in page
+        f'href="{reverse("admin:takt_jobs_job_change", args=[jobs[0].pk])}"' in page
         or jobs[0].name in page
     )
 
@@ -104,7 +104,7 @@ def test_the_run_list_is_newest_first_with_badges_and_bounded_queries(
 def test_the_run_list_never_counts_past_its_cap(admin_client, monkeypatch):
     monkeypatch.setattr(admin_filters, "COUNT_CAP", 5)
     jobs_with_runs(8)
-    page = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
+    page = admin_client.get(reverse("admin:takt_runs_run_changelist")).content.decode()
     assert "More than 5 runs match" in page
 
 
@@ -126,7 +126,7 @@ def test_the_run_list_filters(admin_client, query, expected):
     add_run(jobs[0], RunStatus.SUCCEEDED, trigger="manual", at=T0 - timedelta(days=3))
     if "job" in query:
         query = {"job": str(jobs[2].pk)} if query["job"] == "job 002" else query
-    response = admin_client.get(reverse("admin:runs_run_changelist"), query)
+    response = admin_client.get(reverse("admin:takt_runs_run_changelist"), query)
     assert response.status_code == 200
     shown = {run.job.name for run in response.context["cl"].result_list}
     assert shown == expected
@@ -135,18 +135,41 @@ def test_the_run_list_filters(admin_client, query, expected):
 def test_the_run_list_finds_a_run_by_id(admin_client):
     jobs_with_runs(3)
     run = Run.objects.order_by("id").first()
-    response = admin_client.get(reverse("admin:runs_run_changelist"), {"q": f"#{run.pk}"})
+    response = admin_client.get(reverse("admin:takt_runs_run_changelist"), {"q": f"#{run.pk}"})
     assert [r.pk for r in response.context["cl"].result_list] == [run.pk]
 
 
 def test_a_runs_page_shows_its_times_for_the_browser_and_its_output(admin_client):
     job = make_job("echo")
     run = add_run(job, output="line one\nline two", message="done")
-    page = admin_client.get(reverse("admin:runs_run_change", args=[run.pk])).content.decode()
+    page = admin_client.get(reverse("admin:takt_runs_run_change", args=[run.pk])).content.decode()
     assert 'datetime="2026-11-30T08:00:00Z"' in page  # scheduled for, in UTC for the browser
     assert "2026-11-30 09:00:00 CET" in page  # the server's zone (Europe/Berlin) without JS
     assert "line one\nline two" in page
     assert "2.00 s" in page
+
+
+@pytest.mark.parametrize("flower", ["http://127.0.0.1:5555", "https://ops.example.com/flower/"])
+def test_a_runs_page_links_to_its_task_in_flower(admin_client, settings, flower):
+    settings.TAKT_FLOWER_URL = flower
+    run = add_run(make_job("echo"), published_at=T0)
+    page = admin_client.get(reverse("admin:takt_runs_run_change", args=[run.pk])).content.decode()
+    link = f'<a href="{flower.rstrip("/")}/task/takt-run-{run.pk}" id="takt-flower-task"'
+    assert link in page and ">Task in Flower</a>" in page
+
+
+def test_a_runs_page_has_no_flower_link_without_flower_or_a_sent_message(admin_client, settings):
+    job = make_job("echo")
+    sent = add_run(job, published_at=T0)
+    unsent = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None, duration_s=None)
+    settings.TAKT_FLOWER_URL = ""
+    page = admin_client.get(reverse("admin:takt_runs_run_change", args=[sent.pk])).content.decode()
+    assert "takt-flower-task" not in page and "Task in Flower" not in page
+    settings.TAKT_FLOWER_URL = "http://127.0.0.1:5555"
+    page = admin_client.get(
+        reverse("admin:takt_runs_run_change", args=[unsent.pk])
+    ).content.decode()
+    assert "takt-flower-task" not in page  # never sent: no task for Flower to show
 
 
 def test_the_queue_page_pauses_with_a_note_and_an_end_and_resumes(admin_client, redis_client):
@@ -154,7 +177,7 @@ def test_the_queue_page_pauses_with_a_note_and_an_end_and_resumes(admin_client, 
     report_process("beat@a", now=now, detail="scheduler=on")
     report_process("beat@b", now=now, detail="scheduler=off")
     report_process("worker:celery@w", now=now, detail="concurrency=4")
-    url = reverse("admin:jobs_queuestate_changelist")
+    url = reverse("admin:takt_jobs_queuestate_changelist")
     page = admin_client.get(url).content.decode()
     assert "beat@a" in page and "beat@b" in page and "TAKT_SCHEDULER_ENABLED=false" in page
     assert "celery@w" in page
@@ -172,7 +195,7 @@ def test_the_queue_page_pauses_with_a_note_and_an_end_and_resumes(admin_client, 
 
 
 def test_the_queue_page_refuses_a_pause_end_in_the_past(admin_client, redis_client):
-    url = reverse("admin:jobs_queuestate_changelist")
+    url = reverse("admin:takt_jobs_queuestate_changelist")
     past = (timezone.now() - timedelta(hours=1)).astimezone(timezone.get_current_timezone())
     response = admin_client.post(url, {"action": "pause", "until": past.strftime("%Y-%m-%d %H:%M")})
     assert response.status_code == 200
@@ -181,7 +204,7 @@ def test_the_queue_page_refuses_a_pause_end_in_the_past(admin_client, redis_clie
 
 
 def test_the_queue_page_switches_maintenance_mode(admin_client, redis_client):
-    url = reverse("admin:jobs_queuestate_changelist")
+    url = reverse("admin:takt_jobs_queuestate_changelist")
     admin_client.post(url, {"action": "maintenance_on", "note": "db upgrade"})
     state = QueueState.objects.get(pk=1)
     assert state.maintenance and state.maintenance_note == "db upgrade (admin)"
@@ -202,7 +225,7 @@ def test_a_queue_pause_with_an_end_resumes_by_itself_once(redis_client):
 def test_the_job_editor_puts_triggers_before_the_collapsed_policies(admin_client):
     job = make_job("editor", max_retries=3)
     hourly(job, created_at=T0)
-    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_job_change", args=[job.pk])).content.decode()
     assert page.index('id="triggers-group"') < page.index("Dispatch — priority 5")
     assert "Retries — up to 3 · first after 10.0 s ×2, at most 1 h 00 min" in page
     assert "Pause and limits — not paused · no limits" in page
@@ -215,7 +238,7 @@ def test_the_job_editor_counts_runs_without_a_run_limit(admin_client):
 
     job = make_job("counted")
     Heartbeat.objects.create(name="counted", job=job, run_count=30, last_run_at=T0)
-    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_job_change", args=[job.pk])).content.decode()
     assert "no run limit (30 runs so far)" in page
 
 
@@ -225,13 +248,13 @@ def test_the_why_panel_names_a_stuck_run(admin_client, redis_client):
     report_process("beat@a", now=timezone.now(), detail="scheduler=on")
     report_process("worker:celery@w", now=timezone.now(), detail="concurrency=2")
     run = add_run(job, RunStatus.RUNNING, at=timezone.now() - timedelta(hours=1), finished_at=None)
-    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_job_change", args=[job.pk])).content.decode()
     assert f"held back by: active runs (run #{run.pk} is running" in page
     assert "its worker is gone" in page
     assert f"Cancel run #{run.pk}" in page
-    cancel = reverse("admin:runs_run_cancel", args=[run.pk])
+    cancel = reverse("admin:takt_runs_run_cancel", args=[run.pk])
     assert f'action="{cancel}"' in page
-    back = reverse("admin:jobs_job_change", args=[job.pk])
+    back = reverse("admin:takt_jobs_job_change", args=[job.pk])
     response = admin_client.post(cancel, {"next": back})
     assert response.status_code == 302 and response.url == back
     run.refresh_from_db()
@@ -243,7 +266,10 @@ def test_the_why_panel_names_a_stuck_run(admin_client, redis_client):
 def test_times_are_utc_for_the_browser_everywhere(admin_client):
     job = make_job("times")
     add_run(job, at=utc(2026, 7, 1, 12, 0, 5))
-    for name, args in (("admin:jobs_job_changelist", []), ("admin:runs_run_changelist", [])):
+    for name, args in (
+        ("admin:takt_jobs_job_changelist", []),
+        ("admin:takt_runs_run_changelist", []),
+    ):
         page = admin_client.get(reverse(name, args=args)).content.decode()
         assert 'datetime="2026-07-01T12:00:06Z"' in page, name  # started
         assert "2026-07-01 14:00:06 CEST" in page, name
@@ -283,17 +309,17 @@ def test_the_landing_page_sums_up_heartbeats_alerts_the_queue_and_next_runs(
 def test_a_queued_runs_page_cancels_it_and_a_finished_one_refuses(admin_client, redis_client):
     job = make_job("cancel me")
     queued = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None, duration_s=None)
-    url = reverse("admin:runs_run_change", args=[queued.pk])
+    url = reverse("admin:takt_runs_run_change", args=[queued.pk])
     assert 'id="takt-cancel-run"' in admin_client.get(url).content.decode()
     page = admin_client.post(
-        reverse("admin:runs_run_cancel", args=[queued.pk]), follow=True
+        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), follow=True
     ).content.decode()
     assert f"Run #{queued.pk} cancelled." in page
     queued.refresh_from_db()
     assert queued.status == "cancelled" and queued.cancelled_by == "admin"
     assert 'id="takt-cancel-run"' not in admin_client.get(url).content.decode()
     page = admin_client.post(
-        reverse("admin:runs_run_cancel", args=[queued.pk]), follow=True
+        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), follow=True
     ).content.decode()
     assert "only a queued or running run can be cancelled" in page
 
@@ -303,7 +329,7 @@ def test_the_run_list_cancels_the_selected_runs(admin_client, redis_client):
     a = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None)
     b = add_run(job, RunStatus.SUCCEEDED, at=T0 + timedelta(minutes=1))
     page = admin_client.post(
-        reverse("admin:runs_run_changelist"),
+        reverse("admin:takt_runs_run_changelist"),
         {"action": "cancel_selected", "_selected_action": [a.pk, b.pk]},
         follow=True,
     ).content.decode()
@@ -320,7 +346,7 @@ def test_cancelling_needs_the_permission(client, redis_client):
     user.user_permissions.add(Permission.objects.get(codename="view_run"))
     client.force_login(user)
     run = add_run(make_job("guarded"), RunStatus.QUEUED, started_at=None, finished_at=None)
-    page = client.get(reverse("admin:runs_run_change", args=[run.pk])).content.decode()
+    page = client.get(reverse("admin:takt_runs_run_change", args=[run.pk])).content.decode()
     assert 'id="takt-cancel-run"' not in page
-    client.post(reverse("admin:runs_run_cancel", args=[run.pk]))
+    client.post(reverse("admin:takt_runs_run_cancel", args=[run.pk]))
     assert Run.objects.get(pk=run.pk).status == "queued"

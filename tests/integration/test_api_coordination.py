@@ -23,10 +23,10 @@ from tests.integration.conftest import make_job
 pytestmark = pytest.mark.django_db
 
 PERMS = (
-    *(f"jobs.{verb}_job" for verb in ("view", "add", "change", "delete")),
-    *(f"jobs.{verb}_concurrencygroup" for verb in ("view", "add", "change", "delete")),
-    *(f"jobs.{verb}_resultvariable" for verb in ("view", "add", "change", "delete")),
-    "runs.view_run",
+    *(f"takt_jobs.{verb}_job" for verb in ("view", "add", "change", "delete")),
+    *(f"takt_jobs.{verb}_concurrencygroup" for verb in ("view", "add", "change", "delete")),
+    *(f"takt_jobs.{verb}_resultvariable" for verb in ("view", "add", "change", "delete")),
+    "takt_runs.view_run",
 )
 
 
@@ -408,7 +408,7 @@ def test_a_group_with_jobs_is_not_deleted(api, world):
 
 
 def test_groups_and_variables_need_their_model_permissions(world):
-    reader = TokenClient(make_token(user=user_with("jobs.view_concurrencygroup")))
+    reader = TokenClient(make_token(user=user_with("takt_jobs.view_concurrencygroup")))
     assert reader.get("/api/v1/groups").status_code == 200
     assert reader.get("/api/v1/variables").status_code == 403
     assert reader.send("post", "/api/v1/groups", {"name": "Red"}).status_code == 403

@@ -15,8 +15,8 @@ from tests.integration.conftest import make_job, utc
 pytestmark = pytest.mark.django_db
 
 T0 = utc(2026, 11, 30, 8, 0)
-READ = ("heartbeats.view_heartbeat", "heartbeats.view_alert")
-WRITE = ("heartbeats.change_heartbeat", "heartbeats.change_alert")
+READ = ("takt_heartbeats.view_heartbeat", "takt_heartbeats.view_alert")
+WRITE = ("takt_heartbeats.change_heartbeat", "takt_heartbeats.change_alert")
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_patch_pauses_and_changes_an_outside_heartbeat(operator, beats):
 
 
 def test_patch_with_a_token_pauses_a_job_heartbeat(beats):
-    token = TokenClient(make_token(user=user_with("heartbeats.change_heartbeat")))
+    token = TokenClient(make_token(user=user_with("takt_heartbeats.change_heartbeat")))
     response = token.send("patch", f"/api/v1/heartbeats/{beats['job'].pk}/", {"paused": True})
     assert response.status_code == 200, response.content
     assert Heartbeat.objects.get(pk=beats["job"].pk).paused is True
@@ -235,7 +235,7 @@ def test_mark_an_alert_seen_by_session_and_by_token(operator, alerts):
     assert again.status_code == 200 and again.json()["seen"] is True
 
     Alert.objects.filter(pk=pk).update(seen=False)
-    token = TokenClient(make_token(user=user_with("heartbeats.change_alert", username="t")))
+    token = TokenClient(make_token(user=user_with("takt_heartbeats.change_alert", username="t")))
     assert token.send("post", f"/api/v1/alerts/{pk}/seen").json()["seen"] is True
     assert token.send("post", f"/api/v1/alerts/{pk + 100}/seen").status_code == 404
 
@@ -303,6 +303,8 @@ def test_users_without_the_model_permission_are_403(beats, alerts):
     patch = reader.send("patch", f"/api/v1/heartbeats/{beats['backup'].pk}", {"paused": False})
     assert (seen.status_code, patch.status_code) == (403, 403)
     # Alerts and heartbeats are separate permissions.
-    alerts_only = TokenClient(make_token(user=user_with("heartbeats.view_alert", username="a")))
+    alerts_only = TokenClient(
+        make_token(user=user_with("takt_heartbeats.view_alert", username="a"))
+    )
     assert alerts_only.get("/api/v1/heartbeats").status_code == 403
     assert alerts_only.get("/api/v1/alerts").status_code == 200

@@ -20,7 +20,12 @@ from tests.integration.conftest import make_job
 
 pytestmark = pytest.mark.django_db
 
-JOB_PERMS = ("jobs.view_job", "jobs.add_job", "jobs.change_job", "jobs.delete_job")
+JOB_PERMS = (
+    "takt_jobs.view_job",
+    "takt_jobs.add_job",
+    "takt_jobs.change_job",
+    "takt_jobs.delete_job",
+)
 
 
 def snapshot(job: Job) -> dict[str, Any]:
@@ -158,6 +163,29 @@ def test_unknown_job_is_404(client: Any) -> None:
     assert write(client, "patch", "/api/v1/jobs/999999", {"enabled": False}).status_code == 404
 
 
+def test_a_celery_task_job_takes_positional_args(client: Any) -> None:
+    body = {"name": "beat task", "target": "tests.celery_echo", "args": [1, "x"]}
+    response = write(client, "post", "/api/v1/jobs", body)
+    assert response.status_code == 201, response.json()
+    assert response.json()["args"] == [1, "x"]
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.args == [1, "x"]
+    assert client.get(f"/api/v1/jobs/{job.pk}").json()["args"] == [1, "x"]
+
+
+def test_args_for_a_takt_job_target_are_refused_naming_the_field(client: Any) -> None:
+    body = {"name": "report", "target": "tests.echo", "args": [1, "x"]}
+    response = write(client, "post", "/api/v1/jobs", body)
+    assert response.status_code == 400
+    assert response.json() == {
+        "args": [
+            "only a Celery task target takes positional arguments: 'tests.echo' is registered"
+            " with @takt_job and gets the run's context (give it params)"
+        ]
+    }
+    assert not Job.objects.filter(name="report").exists()
+
+
 # --- bad input: named field, nothing stored changes ---------------------------------
 
 BAD_PATCHES = [
@@ -174,6 +202,8 @@ BAD_PATCHES = [
     ({"name": ""}, "name"),
     ({"target": "no.such.callable"}, "target"),
     ({"params": [1, 2]}, "params"),
+    ({"args": [1, "x"]}, "args"),  # tests.echo is an @takt_job function, not a Celery task
+    ({"args": {"k": 2}}, "args"),
     ({"overlap_policy": "sometimes"}, "overlap_policy"),
     ({"retry_backoff_s": 60, "retry_backoff_max_s": 10}, "retry_backoff_max_s"),
     ({"timeout_s": 0}, "timeout_s"),
@@ -326,7 +356,7 @@ def test_anonymous_is_refused(cron_job: Job) -> None:
 
 
 def test_model_permissions_are_followed(cron_job: Job) -> None:
-    viewer = TokenClient(make_token(user=user_with("jobs.view_job", username="viewer")))
+    viewer = TokenClient(make_token(user=user_with("takt_jobs.view_job", username="viewer")))
     assert viewer.get("/api/v1/jobs").status_code == 200
     assert (
         viewer.send("patch", f"/api/v1/jobs/{cron_job.pk}", {"enabled": False}).status_code == 403

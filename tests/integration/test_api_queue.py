@@ -21,8 +21,8 @@ from tests.integration.conftest import hourly, make_job, utc
 pytestmark = pytest.mark.django_db
 
 T0 = utc(2026, 11, 30, 8, 0)
-READ = ("jobs.view_queuestate",)
-WRITE = ("jobs.view_queuestate", "jobs.change_queuestate")
+READ = ("takt_jobs.view_queuestate",)
+WRITE = ("takt_jobs.view_queuestate", "takt_jobs.change_queuestate")
 
 
 @pytest.fixture

@@ -214,7 +214,7 @@ def test_runs_list_filters_and_retrieve_with_output(via: str) -> None:
         status=RunStatus.SUCCEEDED, output="hello\nworld\n", finished_at=timezone.now()
     )
     enqueue_job(other)
-    user = user_with("runs.view_run", username="viewer")
+    user = user_with("takt_runs.view_run", username="viewer")
     viewer: Any = TokenClient(make_token(user=user)) if via == "token" else SessionClient(user)
     listed = viewer.get("/api/v1/runs", job=job.pk).json()["results"]
     assert [r["id"] for r in listed] == [done.pk]

@@ -18,7 +18,7 @@ TOKEN = re.compile(r"^takt_[0-9a-f]{8}_[A-Za-z0-9_-]{40,}$")
 
 
 def test_create_api_token_prints_a_working_token_once() -> None:
-    user_with("jobs.view_job", username="reporter")
+    user_with("takt_jobs.view_job", username="reporter")
     out = StringIO()
     call_command("create_api_token", "--name", "reports", "--user", "reporter", stdout=out)
     text = out.getvalue().strip()
@@ -57,7 +57,7 @@ def test_the_admin_shows_a_new_token_once(client) -> None:  # type: ignore[no-un
     admin = user_with(superuser=True, username="root")
     client.force_login(admin)
     response = client.post(
-        "/admin/jobs/apitoken/add/",
+        "/admin/takt_jobs/apitoken/add/",
         {"name": "from admin", "user": admin.pk, "job": "", "expires_at_0": "", "expires_at_1": ""},
         follow=True,
     )
@@ -65,5 +65,5 @@ def test_the_admin_shows_a_new_token_once(client) -> None:  # type: ignore[no-un
     [text] = [m.rsplit(" ", 1)[1] for m in messages if "not shown again" in m]
     assert TOKEN.match(text)
     assert ApiToken.objects.get(name="from admin").matches(text)
-    page = client.get("/admin/jobs/apitoken/").content.decode()
+    page = client.get("/admin/takt_jobs/apitoken/").content.decode()
     assert "from admin" in page and text not in page

@@ -26,7 +26,7 @@ from tests.processes import ROOT, free_port
 pytestmark = pytest.mark.django_db
 
 T0 = utc(2026, 6, 1, 8, 0)
-CAN_CANCEL = ("runs.view_run", "runs.cancel_run")
+CAN_CANCEL = ("takt_runs.view_run", "takt_runs.cancel_run")
 
 
 @pytest.fixture(autouse=True)
@@ -92,7 +92,7 @@ def test_an_unknown_run_gets_404():
     assert client.send("post", cancel_path(999999)).status_code == 404
 
 
-@pytest.mark.parametrize("perms", [(), ("runs.view_run",), ("runs.cancel_run",)])
+@pytest.mark.parametrize("perms", [(), ("takt_runs.view_run",), ("takt_runs.cancel_run",)])
 def test_without_both_permissions_a_user_is_refused(perms):
     run = queued()
     client = SessionClient(user_with(*perms, username="bob"))

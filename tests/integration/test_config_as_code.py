@@ -113,6 +113,19 @@ def test_a_change_in_code_updates_the_job_and_keeps_next_run_at_when_the_schedul
 
 
 @time_machine.travel(T0, tick=False)
+def test_a_declared_celery_task_job_keeps_its_positional_args():
+    beat_task = {"name": "Beat task", "target": "tests.celery_echo", "args": [1, "x"]}
+    sync(TAKT_JOBS={"beat": beat_task})
+
+    assert Job.objects.get(key="beat").args == [1, "x"]
+    assert sync_command(TAKT_JOBS={"beat": {**beat_task, "args": [2]}})[:2] == [
+        "update     beat",
+        '    args: [1, "x"] → [2]',
+    ]
+    assert Job.objects.get(key="beat").args == [2]
+
+
+@time_machine.travel(T0, tick=False)
 def test_a_changed_schedule_replaces_the_trigger():
     sync(TAKT_JOBS={"nightly": NIGHTLY})
     weekly = {**NIGHTLY, "triggers": [{"kind": "cron", "cron_expression": "0 3 * * 1"}]}
@@ -218,6 +231,10 @@ def test_jobs_in_a_yaml_file_are_synced(tmp_path):
         ),
         ({"priorty": 1}, "TAKT_JOBS['bad'].priorty: unknown field"),
         ({"target": "tests.nowhere"}, "TAKT_JOBS['bad'].target: no job callable or Celery task"),
+        (
+            {"args": [1, "x"]},  # tests.echo is an @takt_job function
+            "TAKT_JOBS['bad'].args: only a Celery task target takes positional arguments",
+        ),
         ({"key": "other"}, "TAKT_JOBS['bad'].key: 'other' differs from the key 'bad'"),
     ],
 )
@@ -280,7 +297,7 @@ def test_the_admin_shows_a_code_managed_job_read_only_except_the_operators_field
     with time_machine.travel(T0, tick=False):
         sync(TAKT_JOBS={"nightly": NIGHTLY})
     job = Job.objects.get(key="nightly")
-    url = reverse("admin:jobs_job_change", args=[job.pk])
+    url = reverse("admin:takt_jobs_job_change", args=[job.pk])
 
     page = admin_client.get(url).content.decode()
 
@@ -288,7 +305,7 @@ def test_the_admin_shows_a_code_managed_job_read_only_except_the_operators_field
     assert 'name="target"' not in page and 'name="priority"' not in page
     assert 'name="triggers-0-cron_expression"' not in page
     assert 'name="triggers-__prefix__-kind"' not in page  # no "add another trigger"
-    listing = admin_client.get(reverse("admin:jobs_job_changelist") + "?code_managed__exact=1")
+    listing = admin_client.get(reverse("admin:takt_jobs_job_changelist") + "?code_managed__exact=1")
     assert "Nightly report" in listing.content.decode()
 
 
@@ -312,7 +329,7 @@ def test_a_post_to_a_code_managed_job_changes_only_the_operators_fields(admin_cl
     }
     del data["enabled"]  # unticked
 
-    response = admin_client.post(reverse("admin:jobs_job_change", args=[job.pk]), data)
+    response = admin_client.post(reverse("admin:takt_jobs_job_change", args=[job.pk]), data)
 
     assert response.status_code == 302
     job.refresh_from_db()
@@ -328,6 +345,7 @@ def test_a_post_to_a_code_managed_job_changes_only_the_operators_fields(admin_cl
         ({"timezone": "Europe/Berlin"}, r"\.timezone: goes with schedule= or every="),
         ({"every": 1.5}, r"\.every: whole seconds or a timedelta"),
         ({"schedule": "0 3 * * *", "target": "x"}, r"\.target: set by the decorator"),
+        ({"args": [1]}, r"\.args: only a Celery task target takes positional arguments"),
     ],
 )
 def test_a_bad_decorator_declaration_is_refused_naming_the_option(options, message):

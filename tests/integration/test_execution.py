@@ -12,7 +12,7 @@ from runs.ending import finish_run
 from runs.execution import execute
 from runs.locks import job_lock, job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
-from runs.services import create_run, start_run
+from runs.services import create_run, enqueue_job, start_run
 from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
@@ -87,6 +87,26 @@ def test_an_unknown_target_fails_the_run_and_says_which(redis_client):
     assert execute_at(run, T0, T0 + SECOND) == RunStatus.FAILED
     run.refresh_from_db()
     assert run.message == "no job callable or Celery task is registered as 'tests.gone'"
+
+
+def test_a_celery_task_target_is_called_with_the_jobs_args_and_the_runs_params(redis_client):
+    job = make_job("beat task", target="tests.celery_echo", args=[1, "x"], params={"k": 2})
+    run = run_of(job)
+
+    assert execute_at(run, T0, T0 + SECOND) == RunStatus.SUCCEEDED
+
+    run.refresh_from_db()
+    assert (run.result, run.message) == ({"args": [1, "x"], "kwargs": {"k": 2}}, "")
+
+
+def test_params_given_at_enqueue_are_merged_over_the_jobs_and_the_args_kept(redis_client):
+    job = make_job("beat task", target="tests.celery_echo", args=[1, "x"], params={"k": 2})
+    run = enqueue_job(job, params={"k": 3, "day": "today"}, now=T0)
+
+    assert execute_at(run, T0, T0 + SECOND) == RunStatus.SUCCEEDED
+
+    run.refresh_from_db()
+    assert run.result == {"args": [1, "x"], "kwargs": {"k": 3, "day": "today"}}
 
 
 @pytest.mark.parametrize("state", ["running", "finished"])

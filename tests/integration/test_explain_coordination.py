@@ -235,7 +235,7 @@ def test_a_dependency_says_which_end_starts_the_job(admin_client):
     )
     when = f"it runs when job 'Import' (#{importer.pk}) ends failed or lost"
     assert verdict(alert) == f"nothing holds it back: {when}"
-    page = admin_client.get(reverse("admin:jobs_job_change", args=[alert.pk]))
+    page = admin_client.get(reverse("admin:takt_jobs_job_change", args=[alert.pk]))
     assert f"nothing holds it back: {when}" in page.content.decode().replace("&#x27;", "'")
 
 

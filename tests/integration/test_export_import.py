@@ -80,7 +80,9 @@ def jobs() -> list[Job]:
         start_at=utc(2025, 3, 29, 11, 0),
     )
     make_trigger(cleanup, created_at=T0, kind="once", run_at=utc(2025, 4, 1, 6, 30))
-    manual = make_job("Manual only", key="manual", kind="callable", target="tests.count")
+    manual = make_job(  # a Celery task, as a django-celery-beat user has them
+        "Manual only", key="manual", kind="callable", target="tests.celery_echo", args=[1, "x"]
+    )
     return [nightly, cleanup, manual]
 
 
@@ -130,6 +132,7 @@ def test_export_then_import_into_an_empty_database_gives_identical_jobs(jobs, tm
 
     assert snapshot() == before
     assert before[2]["triggers"][1]["exclude_calendars"] == ["Bavaria", "Office"]
+    assert before[1]["args"] == [1, "x"]
     assert lines[-1] == "3 create, 0 update, 0 unchanged"
     with time_machine.travel(T0, tick=False):  # a new export matches the new ids
         call_command("export_jobs", "--output", str(path), stderr=StringIO())
@@ -217,6 +220,12 @@ def test_a_dry_run_shows_each_change_and_writes_nothing(jobs, tmp_path):
             "job 2 (key 'manual', name 'Manual only'): triggers[0].exclude_calendars: ",
         ),
         ({"key": "bad key!"}, "job 2 (key 'bad key!', name 'Manual only'): key: letters, digits"),
+        (
+            {"target": "tests.echo"},  # its args [1, "x"] stay: an @takt_job function takes none
+            "job 2 (key 'manual', name 'Manual only'): args: only a Celery task target takes"
+            " positional arguments",
+        ),
+        ({"args": "1, x"}, "job 2 (key 'manual', name 'Manual only'): args: must be a JSON list"),
     ],
 )
 def test_an_invalid_job_refuses_the_whole_import_naming_job_and_field(

@@ -303,7 +303,9 @@ def test_a_file_trigger_on_a_job_that_skips_while_busy_is_warned(tmp_path):
 
 
 def test_the_api_refuses_a_file_trigger_on_a_missing_folder_and_stores_nothing():
-    client = SessionClient(user_with("jobs.view_job", "jobs.add_job", "jobs.change_job"))
+    client = SessionClient(
+        user_with("takt_jobs.view_job", "takt_jobs.add_job", "takt_jobs.change_job")
+    )
     body = {
         "name": "import",
         "target": "tests.echo",
@@ -316,7 +318,9 @@ def test_the_api_refuses_a_file_trigger_on_a_missing_folder_and_stores_nothing()
 
 
 def test_the_api_creates_a_file_trigger_and_reads_it_back(tmp_path):
-    client = SessionClient(user_with("jobs.view_job", "jobs.add_job", "jobs.change_job"))
+    client = SessionClient(
+        user_with("takt_jobs.view_job", "takt_jobs.add_job", "takt_jobs.change_job")
+    )
     trigger = {
         "kind": "file",
         "watch_folder": str(tmp_path),

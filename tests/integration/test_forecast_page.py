@@ -17,7 +17,7 @@ from tests.integration.conftest import make_job, make_trigger, utc
 pytestmark = pytest.mark.django_db
 
 NOW = utc(2026, 11, 20, 12, 0)  # a Friday; requests travel here
-DATA = "admin:jobs_job_forecast_data"
+DATA = "admin:takt_jobs_job_forecast_data"
 
 
 def get_data(client, now=NOW, **params):
@@ -32,7 +32,7 @@ def cron(job, expression, zone="UTC", created_at=NOW - timedelta(minutes=1)) -> 
 
 
 def test_the_page_asks_for_the_forecast_in_the_browsers_zone(admin_client):
-    page = admin_client.get(reverse("admin:jobs_job_forecast")).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_job_forecast")).content.decode()
     assert 'class="takt-forecast"' in page and f'data-url="{reverse(DATA)}"' in page
     assert 'data-scale="log"' in page  # the log-scale switch
     for script in ("takt/vendor/echarts/echarts.min.js", "takt/charts.js", "takt/forecast.js"):

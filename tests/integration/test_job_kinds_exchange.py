@@ -16,7 +16,12 @@ from tests.integration.api_helpers import SessionClient, TokenClient, make_token
 
 pytestmark = pytest.mark.django_db
 
-JOB_PERMS = ("jobs.view_job", "jobs.add_job", "jobs.change_job", "jobs.delete_job")
+JOB_PERMS = (
+    "takt_jobs.view_job",
+    "takt_jobs.add_job",
+    "takt_jobs.change_job",
+    "takt_jobs.delete_job",
+)
 COMMAND = {
     "name": "archive",
     "key": "ops.archive",

@@ -43,13 +43,17 @@ def test_a_lost_run_has_no_duration_and_the_pages_and_api_say_unknown(redis_clie
 
     api = admin_client.get(f"/api/v1/runs/{run.pk}").json()
     assert (api["status"], api["duration_s"]) == ("lost", None)
-    live = admin_client.get(reverse("admin:runs_run_live", args=[run.pk])).json()
+    live = admin_client.get(reverse("admin:takt_runs_run_live", args=[run.pk])).json()
     assert (live["duration_s"], live["html"]["duration"]) == (None, "unknown")
-    run_list = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
+    run_list = admin_client.get(reverse("admin:takt_runs_run_changelist")).content.decode()
     assert '<td class="field-duration">unknown</td>' in run_list
-    run_page = admin_client.get(reverse("admin:runs_run_change", args=[run.pk])).content.decode()
+    run_page = admin_client.get(
+        reverse("admin:takt_runs_run_change", args=[run.pk])
+    ).content.decode()
     assert '<span data-live="duration">unknown</span>' in run_page
-    job_page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    job_page = admin_client.get(
+        reverse("admin:takt_jobs_job_change", args=[job.pk])
+    ).content.decode()
     assert "<td>unknown</td>" in job_page
     assert "208" not in run_list + job_page
 
@@ -82,7 +86,7 @@ def test_a_lost_run_raises_no_retry_delay_warning_but_a_long_finished_run_does(r
 
 def test_the_migration_forgets_the_durations_of_runs_already_lost(redis_client):
     migration = importlib.import_module("runs.migrations.0011_lost_runs")
-    state = MigrationExecutor(connection).loader.project_state(("runs", "0011_lost_runs"))
+    state = MigrationExecutor(connection).loader.project_state(("takt_runs", "0011_lost_runs"))
     job = make_job()
     fields = {"scheduled_for": NOW, "enqueued_at": NOW, "started_at": NOW, "finished_at": NOW}
     lost = Run.objects.create(job=job, status=RunStatus.LOST, duration_s=208.0, **fields)

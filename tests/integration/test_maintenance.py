@@ -338,8 +338,8 @@ def test_a_failing_section_is_reported_and_the_others_go_on(redis_client):
         (Severity.WARNING, "maintenance:failed:cleanup", "Cleanup 'runs' failed"),
         (
             Severity.CRITICAL,
-            "maintenance:schema:runs_auditrecord",
-            "Schema problem: table runs_auditrecord is missing",
+            "maintenance:schema:takt_runs_auditrecord",
+            "Schema problem: table takt_runs_auditrecord is missing",
         ),
     ]
 
@@ -391,7 +391,7 @@ def test_checks_report_a_missing_table_as_critical(redis_client):
 
     assert report.lines() == [
         "Checks: 1 critical",
-        "  critical: Schema problem: table runs_auditrecord is missing",
+        "  critical: Schema problem: table takt_runs_auditrecord is missing",
     ]
 
 
@@ -474,7 +474,7 @@ def test_the_data_migration_creates_the_job_with_an_active_trigger_once(redis_cl
     # The models as the database has them now (the migration's own state
     # would name columns that later migrations changed).
     loader = MigrationExecutor(connection).loader
-    state = loader.project_state(loader.graph.leaf_nodes("jobs")[0])
+    state = loader.project_state(loader.graph.leaf_nodes("takt_jobs")[0])
     Job.objects.filter(target="takt.maintenance").delete()
 
     with time_machine.travel(NOW, tick=False):
@@ -514,7 +514,7 @@ def test_the_maintenance_job_fails_when_a_section_failed(redis_client):
 
     run.refresh_from_db()
     assert run.message.startswith("Cleanup 'runs' failed: could not write the audit row")
-    assert "critical: Schema problem: table runs_auditrecord is missing" in run.output
+    assert "critical: Schema problem: table takt_runs_auditrecord is missing" in run.output
 
 
 def test_maintenance_findings_become_alerts(redis_client):

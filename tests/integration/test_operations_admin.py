@@ -20,8 +20,8 @@ from tests.integration.conftest import make_job, make_trigger, utc
 
 pytestmark = pytest.mark.django_db
 
-IMPORT_URL = "/admin/jobs/job/import/"
-CHANGELIST = "/admin/jobs/job/"
+IMPORT_URL = "/admin/takt_jobs/job/import/"
+CHANGELIST = "/admin/takt_jobs/job/"
 NIGHTLY = {"key": "reports.nightly", "name": "Nightly", "target": "tests.echo",
            "triggers": [{"kind": "cron", "cron_expression": "0 3 * * *"}]}  # fmt: skip
 
@@ -31,18 +31,18 @@ def operation_runs() -> list[Run]:
 
 
 def test_the_job_list_links_to_the_import_page_and_the_urls_are_named(admin_client):
-    assert reverse("admin:jobs_job_import") == IMPORT_URL
+    assert reverse("admin:takt_jobs_job_import") == IMPORT_URL
     page = admin_client.get(CHANGELIST).content.decode()
     assert f'href="{IMPORT_URL}"' in page and "Import jobs" in page
 
 
 def test_the_import_page_needs_the_add_and_change_permissions():
     viewer = Client()
-    viewer.force_login(user_with("jobs.view_job", "jobs.change_job", username="viewer"))
+    viewer.force_login(user_with("takt_jobs.view_job", "takt_jobs.change_job", username="viewer"))
     assert viewer.get(IMPORT_URL).status_code == 403
-    assert 'href="/admin/jobs/job/import/"' not in viewer.get(CHANGELIST).content.decode()
+    assert 'href="/admin/takt_jobs/job/import/"' not in viewer.get(CHANGELIST).content.decode()
     editor = Client()
-    editor.force_login(user_with("jobs.add_job", "jobs.change_job", username="editor"))
+    editor.force_login(user_with("takt_jobs.add_job", "takt_jobs.change_job", username="editor"))
     assert editor.get(IMPORT_URL).status_code == 200
 
 
@@ -105,7 +105,7 @@ def test_import_starts_the_operation_for_the_checked_text_and_shows_its_run(admi
     done = admin_client.post(IMPORT_URL, {**form, "import": "Import"}, follow=True)
 
     (run,) = operation_runs()
-    assert done.redirect_chain == [(reverse("admin:runs_run_change", args=[run.pk]), 302)]
+    assert done.redirect_chain == [(reverse("admin:takt_runs_run_change", args=[run.pk]), 302)]
     assert f"The import of pasted text started as run #{run.pk}" in done.content.decode()
     assert (run.trigger, run.status, run.params["operation"], run.params["by"]) == (
         RunTrigger.MANUAL, RunStatus.QUEUED, "import_jobs", "admin",
@@ -134,7 +134,7 @@ def test_run_now_on_more_than_20_jobs_runs_as_an_operation_and_shows_its_run(adm
     )
 
     (run,) = operation_runs()
-    assert done.redirect_chain[-1][0] == reverse("admin:runs_run_change", args=[run.pk])
+    assert done.redirect_chain[-1][0] == reverse("admin:takt_runs_run_change", args=[run.pk])
     assert sorted(run.params["jobs"]) == sorted(j.pk for j in jobs)
     assert run.params["operation"] == "bulk_run"
     assert not Run.objects.filter(job__in=jobs).exists()  # the worker starts them
@@ -165,18 +165,20 @@ def test_the_operations_job_shows_in_the_admin_read_only_with_its_runs_as_histor
                              scheduled_for=utc(2026, 6, 1), enqueued_at=utc(2026, 6, 1),
                              params={"operation": "bulk_run"})  # fmt: skip
 
-    page = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+    page = admin_client.get(reverse("admin:takt_jobs_job_change", args=[job.pk]))
 
     assert page.status_code == 200
     form = page.context["adminform"].form
     assert "target" not in form.fields and "enabled" in form.fields  # code-managed
-    assert reverse("admin:runs_run_change", args=[run.pk]) in page.content.decode()
+    assert reverse("admin:takt_runs_run_change", args=[run.pk]) in page.content.decode()
     assert "Takt operations" in admin_client.get(CHANGELIST).content.decode()
 
 
 def test_the_api_lists_the_operations_job_and_refuses_to_change_or_start_it():
     job = operations_job()
-    client = SessionClient(user_with("jobs.view_job", "jobs.change_job", "runs.view_run"))
+    client = SessionClient(
+        user_with("takt_jobs.view_job", "takt_jobs.change_job", "takt_runs.view_run")
+    )
     listed = client.get("/api/v1/jobs", name="Takt operations").json()["results"]
     assert [(j["id"], j["code_managed"], j["enabled"]) for j in listed] == [(job.pk, True, False)]
     refused = client.send("patch", f"/api/v1/jobs/{job.pk}", {"target": "tests.echo"})

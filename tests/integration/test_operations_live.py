@@ -24,7 +24,7 @@ T0 = utc(2026, 6, 1, 8, 0)
 
 
 def live(client: Client, run: Run):
-    return client.get(reverse("admin:runs_run_live", args=[run.pk]))
+    return client.get(reverse("admin:takt_runs_run_live", args=[run.pk]))
 
 
 def a_run(**fields) -> Run:
@@ -101,27 +101,27 @@ def test_the_output_is_the_tail_from_a_line_start():
 def test_the_live_view_needs_view_run_and_staff(admin_client):
     run = a_run()
     no_perm = Client()
-    no_perm.force_login(user_with("jobs.view_job", username="jobs-only"))
+    no_perm.force_login(user_with("takt_jobs.view_job", username="jobs-only"))
     response = live(no_perm, run)
-    assert response.status_code == 403 and "runs.view_run" in response.json()["detail"]
+    assert response.status_code == 403 and "takt_runs.view_run" in response.json()["detail"]
 
     viewer = Client()
-    viewer.force_login(user_with("runs.view_run", username="viewer"))
+    viewer.force_login(user_with("takt_runs.view_run", username="viewer"))
     assert live(viewer, run).status_code == 200
 
     anonymous = live(Client(), run)
     assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
-    assert admin_client.get(reverse("admin:runs_run_live", args=[99999])).status_code == 404
+    assert admin_client.get(reverse("admin:takt_runs_run_live", args=[99999])).status_code == 404
     assert "no-store" in live(admin_client, run)["Cache-Control"]
 
 
 def test_the_live_panel_renders_the_run_as_it_is_for_the_script_to_follow():
     run = a_run(status=RunStatus.RUNNING, started_at=T0, output="a <b>\nc",
                 progress={"done": 3, "total": 4, "note": "almost"})  # fmt: skip
-    html = Template('{% include "admin/runs/run/live_panel.html" with run=run %}').render(
+    html = Template('{% include "admin/takt_runs/run/live_panel.html" with run=run %}').render(
         Context({"run": run})
     )
-    assert f'data-takt-live-url="/admin/runs/run/{run.pk}/live/"' in html
+    assert f'data-takt-live-url="/admin/takt_runs/run/{run.pk}/live/"' in html
     assert 'data-active="1"' in html
     assert '<progress class="takt-progress" data-live="bar" max="100" value="75">' in html
     assert "75 % (3 of 4)" in html and "almost" in html
@@ -129,7 +129,7 @@ def test_the_live_panel_renders_the_run_as_it_is_for_the_script_to_follow():
     assert "takt-status-running" in html and "takt/run_live.js" in html
 
     finished = a_run(status=RunStatus.FAILED)
-    html = Template('{% include "admin/runs/run/live_panel.html" with run=run %}').render(
+    html = Template('{% include "admin/takt_runs/run/live_panel.html" with run=run %}').render(
         Context({"run": finished})
     )
     assert 'data-active="0"' in html and 'data-live="bar" max="100" hidden>' in html

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_an_empty_operations_page_says_no_run_has_reported_yet(admin_client):
-    page = admin_client.get(reverse("admin:heartbeats_operations"))
+    page = admin_client.get(reverse("admin:takt_heartbeats_operations"))
     assert page.status_code == 200
     assert b"No run has reported yet." in page.content
 
@@ -31,7 +31,7 @@ def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(ad
     Heartbeat.objects.create(name="never", deadline_s=60)
     alert = raise_alert("k", severity="warning", title="Run 'broken' failed", message="x", now=now)
 
-    page = admin_client.get(reverse("admin:heartbeats_operations")).content.decode()
+    page = admin_client.get(reverse("admin:takt_heartbeats_operations")).content.decode()
     for name, state in (("fresh", "OK"), ("stale", "Overdue"), ("broken", "Last run failed"),
                         ("never", "No run has reported yet")):  # fmt: skip
         row = page[page.index(f">{name}</a>") :].split("</tr>")[0]
@@ -42,13 +42,13 @@ def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(ad
     assert f'datetime="{utc_iso}"' in page
     assert timezone.localtime(now).strftime("%Y-%m-%d %H:%M:%S %Z") in page
 
-    admin_client.post(reverse("admin:heartbeats_alerts_seen"), {"alert": [alert.pk]})
+    admin_client.post(reverse("admin:takt_heartbeats_alerts_seen"), {"alert": [alert.pk]})
     assert Alert.objects.get(pk=alert.pk).seen
 
 
 def test_outside_heartbeats_can_be_added_in_the_admin(admin_client):
     response = admin_client.post(
-        reverse("admin:heartbeats_heartbeat_add"),
+        reverse("admin:takt_heartbeats_heartbeat_add"),
         {"name": "nightly-backup", "deadline_s": 86400, "grace_s": "", "alert_after_failures": "",
          "reminder_s": ""},
     )  # fmt: skip

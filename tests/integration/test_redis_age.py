@@ -41,3 +41,23 @@ def test_a_workers_liveness_beat_dates_a_loss_before_any_check_looks(redis_clien
     assert redis_client.get("takt:alive:worker:w1@host") == b"1"
     later = timezone.now() + timedelta(seconds=20)
     assert 19.5 < data_age_seconds(now=later) <= 20.5
+
+
+def test_a_worker_stopping_after_redis_says_so_in_one_line(redis_client, monkeypatch, caplog):
+    """Ctrl-C in `make run` stops Redis with the worker: the worker's last
+    act, deleting its liveness key, finds no Redis. One warning, no
+    traceback; the key would expire with its TTL."""
+    import redis
+
+    from runs import liveness
+    from tests.processes import free_port
+
+    alive = liveness.Liveness("w2@host")
+    gone = redis.Redis(port=free_port(), socket_connect_timeout=0.5)  # nothing listens there
+    monkeypatch.setattr(liveness, "get_redis", lambda: gone)
+    with caplog.at_level("WARNING", logger="takt.liveness"):
+        alive.stop()
+    (record,) = caplog.records
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert record.getMessage().startswith("could not delete the liveness key of worker w2@host (")
+    assert record.getMessage().endswith(f"it expires within {alive.ttl_s} s")

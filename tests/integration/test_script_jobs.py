@@ -36,7 +36,12 @@ pytestmark = pytest.mark.django_db
 T0 = utc(2026, 6, 1, 8, 0)
 ON = override_settings(TAKT_SCRIPTS_ENABLED=True)
 REPORT = 'job.log(f"report for {job.params[\'week\']} ({job.trigger})")\njob.log("sent")\n'
-JOB_PERMS = ("jobs.view_job", "jobs.add_job", "jobs.change_job", "jobs.delete_job")
+JOB_PERMS = (
+    "takt_jobs.view_job",
+    "takt_jobs.add_job",
+    "takt_jobs.change_job",
+    "takt_jobs.delete_job",
+)
 
 
 def script_job(script: str = REPORT, **fields) -> Job:
@@ -227,7 +232,7 @@ def job_form(job: Job, **changes) -> dict:
 
 def operator_client() -> Client:
     client = Client()
-    client.force_login(user_with(*JOB_PERMS, "runs.view_run", username="operator"))
+    client.force_login(user_with(*JOB_PERMS, "takt_runs.view_run", username="operator"))
     return client
 
 
@@ -237,7 +242,7 @@ def root_client() -> Client:
     return client
 
 
-ADD = reverse("admin:jobs_job_add")
+ADD = reverse("admin:takt_jobs_job_add")
 
 
 @ON
@@ -253,29 +258,31 @@ def test_admin_a_non_superuser_cannot_add_change_run_or_check_a_script_job(redis
     assert not Job.objects.filter(name="mine").exists()
 
     job = script_job()
-    change = reverse("admin:jobs_job_change", args=[job.pk])
+    change = reverse("admin:takt_jobs_job_change", args=[job.pk])
     assert not operator.get(change).context["has_change_permission"]  # shown read-only
     assert operator.post(change, job_form(job, script="job.log(1)")).status_code == 403
     job.refresh_from_db()
     assert job.script == REPORT
 
-    done = operator.post(reverse("admin:jobs_job_run_now", args=[job.pk]), follow=True)
+    done = operator.post(reverse("admin:takt_jobs_job_run_now", args=[job.pk]), follow=True)
     assert (
         "Only superusers may create, change, delete or run script jobs: weekly report"
         f" (#{job.pk}). Nothing was started."
     ) in done.content.decode()
     listed = operator.post(
-        reverse("admin:jobs_job_changelist"),
+        reverse("admin:takt_jobs_job_changelist"),
         {"action": "run_now", "_selected_action": [job.pk]},
         follow=True,
     )
     assert "Nothing was started" in listed.content.decode()
     assert not Run.objects.exists()
 
-    check = operator.post(reverse("admin:jobs_job_check_script"), {"script": "x = 1"})
+    check = operator.post(reverse("admin:takt_jobs_job_check_script"), {"script": "x = 1"})
     assert check.status_code == 403
     assert (
-        operator.post(reverse("admin:jobs_job_delete", args=[job.pk]), {"post": "yes"}).status_code
+        operator.post(
+            reverse("admin:takt_jobs_job_delete", args=[job.pk]), {"post": "yes"}
+        ).status_code
         == 403
     )
     assert (
@@ -293,10 +300,10 @@ def test_admin_a_superuser_adds_changes_and_deletes_a_script_job_each_audited(re
     added = root.post(ADD, job_form(Job(name="weekly report", kind="script", script=REPORT)))
     assert added.status_code == 302, added.context["adminform"].form.errors
     job = Job.objects.get(name="weekly report")
-    change = reverse("admin:jobs_job_change", args=[job.pk])
+    change = reverse("admin:takt_jobs_job_change", args=[job.pk])
     edited = REPORT.replace('"sent"', '"mailed"')
     assert root.post(change, job_form(job, script=edited)).status_code == 302
-    root.post(reverse("admin:jobs_job_delete", args=[job.pk]), {"post": "yes"})
+    root.post(reverse("admin:takt_jobs_job_delete", args=[job.pk]), {"post": "yes"})
 
     created, changed, deleted = AuditRecord.objects.order_by("pk")
     assert [r.action for r in (created, changed, deleted)] == [
@@ -321,7 +328,7 @@ def test_admin_a_superuser_adds_changes_and_deletes_a_script_job_each_audited(re
 @ON
 def test_admin_check_compiles_without_running_and_names_the_line(redis_client, tmp_path):
     root = root_client()
-    url = reverse("admin:jobs_job_check_script")
+    url = reverse("admin:takt_jobs_job_check_script")
     marker = tmp_path / "ran"
 
     good = root.post(url, {"script": f"open({str(marker)!r}, 'w').close()"}).json()
@@ -339,13 +346,13 @@ def test_admin_check_compiles_without_running_and_names_the_line(redis_client, t
 @ON
 def test_admin_the_script_editor_is_ace_from_the_package_with_check_and_run_now(redis_client):
     job = script_job()
-    html = root_client().get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    html = root_client().get(reverse("admin:takt_jobs_job_change", args=[job.pk])).content.decode()
 
     assert (
         "/static/django_ace/ace/ace.js" in html and "/static/django_ace/ace/mode-python.js" in html
     )
     assert 'class="button takt-script-check"' in html
-    assert f'formaction="{reverse("admin:jobs_job_run_now", args=[job.pk])}"' in html
+    assert f'formaction="{reverse("admin:takt_jobs_job_run_now", args=[job.pk])}"' in html
 
 
 # --- the API -------------------------------------------------------------------------
@@ -422,7 +429,7 @@ def test_api_a_broken_script_is_refused_naming_script():
 
 # --- importing -----------------------------------------------------------------------
 
-IMPORT_URL = reverse("admin:jobs_job_import")
+IMPORT_URL = reverse("admin:takt_jobs_job_import")
 FILE = json.dumps([{"key": "reports.weekly", "name": "Weekly", "kind": "script", "script": REPORT}])
 
 
@@ -515,7 +522,7 @@ def test_the_built_in_operations_job_cannot_be_started_through_the_api():
     from tests.integration.api_helpers import SessionClient, user_with
 
     job = operations_job()
-    client = SessionClient(user_with("jobs.view_job", "jobs.change_job"))
+    client = SessionClient(user_with("takt_jobs.view_job", "takt_jobs.change_job"))
     body = {"params": {"operation": "import_jobs", "text": "[]", "format": "json", "by": "admin"}}
     response = client.send("post", f"/api/v1/jobs/{job.pk}/run", body)
     assert response.status_code == 403

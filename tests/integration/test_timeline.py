@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 # Requests travel to a fixed past instant (the login session stays valid).
 NOW = utc(2026, 11, 20, 12, 0)
 MINUTE = timedelta(minutes=1)
-DATA = "admin:jobs_job_timeline_data"
+DATA = "admin:takt_jobs_job_timeline_data"
 
 
 def run(job, status, enqueued_at, started_after=None, lasted=None, **fields) -> Run:
@@ -58,13 +58,13 @@ def staff(*permissions: str) -> User:
 
 
 def test_the_job_list_links_to_the_timeline_and_the_load_forecast(admin_client):
-    page = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
-    assert f'href="{reverse("admin:jobs_job_timeline")}"' in page
-    assert f'href="{reverse("admin:jobs_job_forecast")}"' in page
+    page = admin_client.get(reverse("admin:takt_jobs_job_changelist")).content.decode()
+    assert f'href="{reverse("admin:takt_jobs_job_timeline")}"' in page
+    assert f'href="{reverse("admin:takt_jobs_job_forecast")}"' in page
 
 
 def test_the_timeline_page_loads_the_chart_from_local_static_files(admin_client):
-    page = admin_client.get(reverse("admin:jobs_job_timeline")).content.decode()
+    page = admin_client.get(reverse("admin:takt_jobs_job_timeline")).content.decode()
     assert 'class="takt-timeline"' in page and f'data-url="{reverse(DATA)}"' in page
     assert "data-job" not in page
     for script in (
@@ -81,20 +81,24 @@ def test_the_timeline_page_loads_the_chart_from_local_static_files(admin_client)
 
 def test_one_jobs_timeline_names_it_and_asks_for_its_row_only(admin_client):
     job = make_job("nightly report")
-    page = admin_client.get(reverse("admin:jobs_job_timeline"), {"job": job.pk}).content.decode()
+    page = admin_client.get(
+        reverse("admin:takt_jobs_job_timeline"), {"job": job.pk}
+    ).content.decode()
     assert "Timeline: nightly report" in page
     assert f'data-job="{job.pk}"' in page
-    assert admin_client.get(reverse("admin:jobs_job_timeline"), {"job": 9999}).status_code == 404
+    assert (
+        admin_client.get(reverse("admin:takt_jobs_job_timeline"), {"job": 9999}).status_code == 404
+    )
 
 
 def test_the_job_editor_panel_shows_the_jobs_timeline(admin_client, rf):
     from django.template.loader import render_to_string
 
     job = make_job("panel job")
-    html = render_to_string("admin/jobs/job/timeline_panel.html", {"job": job})
+    html = render_to_string("admin/takt_jobs/job/timeline_panel.html", {"job": job})
     assert f'data-job="{job.pk}"' in html and "takt/timeline.js" in html
-    assert f"{reverse('admin:jobs_job_timeline')}?job={job.pk}" in html
-    assert render_to_string("admin/jobs/job/timeline_panel.html", {"job": None}).strip() == ""
+    assert f"{reverse('admin:takt_jobs_job_timeline')}?job={job.pk}" in html
+    assert render_to_string("admin/takt_jobs/job/timeline_panel.html", {"job": None}).strip() == ""
 
 
 # --- the data --------------------------------------------------------------------------
@@ -120,7 +124,7 @@ def test_runs_become_bars_and_points_and_triggers_ticks(admin_client):
 
     assert data["start"] == "2026-11-20T11:00:00.000Z" and data["now"] == "2026-11-20T12:00:00.000Z"
     assert [row["name"] for row in data["rows"]] == ["busy", "idle"]
-    assert data["rows"][0]["url"] == reverse("admin:jobs_job_change", args=[busy.pk])
+    assert data["rows"][0]["url"] == reverse("admin:takt_jobs_job_change", args=[busy.pk])
     by_id = {r["id"]: r for r in data["runs"]}
     assert [r["id"] for r in data["runs"]] == [
         queued.pk,
@@ -139,7 +143,7 @@ def test_runs_become_bars_and_points_and_triggers_ticks(admin_client):
     assert by_id[skipped.pk]["at"] == iso(NOW - 10 * MINUTE) and "start" not in by_id[skipped.pk]
     assert by_id[queued.pk]["at"] == iso(NOW + 2 * MINUTE)  # when it is due
     assert data["run_url"].replace("{id}", str(done.pk)) == reverse(
-        "admin:runs_run_change", args=[done.pk]
+        "admin:takt_runs_run_change", args=[done.pk]
     )
     ticks = [t["at"] for t in data["ticks"]]
     assert ticks == [iso(NOW + k * 15 * MINUTE) for k in range(4)]
@@ -249,10 +253,10 @@ def test_bad_input_gets_an_error_naming_the_parameter(admin_client, params, fiel
 def test_staff_without_view_job_is_refused(client):
     client.force_login(staff())
     for name in (
-        "admin:jobs_job_timeline",
+        "admin:takt_jobs_job_timeline",
         DATA,
-        "admin:jobs_job_forecast",
-        "admin:jobs_job_forecast_data",
+        "admin:takt_jobs_job_forecast",
+        "admin:takt_jobs_job_forecast_data",
     ):
         assert client.get(reverse(name)).status_code == 403, name
 
@@ -263,7 +267,7 @@ def test_anonymous_users_are_sent_to_the_login_page(client):
 
 
 def test_without_view_run_the_timeline_shows_fire_times_but_no_runs(client):
-    client.force_login(staff("jobs.view_job"))
+    client.force_login(staff("takt_jobs.view_job"))
     job = make_job("secret runs")
     run(job, RunStatus.SUCCEEDED, NOW - MINUTE, MINUTE / 60, MINUTE / 6)
     make_trigger(

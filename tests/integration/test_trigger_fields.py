@@ -263,7 +263,7 @@ def test_editing_or_deleting_a_calendar_recomputes_the_triggers_that_use_it(admi
     calendar = office_closed("2025-03-30")
     services.set_exclude_calendars(trigger, [calendar], now=T0)
     assert stored(trigger)[0]["next_run_at"] == utc(2025, 3, 31, 7, 0)
-    url = reverse("admin:jobs_holidaycalendar_change", args=[calendar.pk])
+    url = reverse("admin:takt_jobs_holidaycalendar_change", args=[calendar.pk])
     data = {
         "name": calendar.name,
         "description": "",
@@ -278,7 +278,7 @@ def test_editing_or_deleting_a_calendar_recomputes_the_triggers_that_use_it(admi
         page = admin_client.get(url).content.decode()
         assert "2025-03-30 extra date<br>2025-03-31 Inventory<br>" in page
 
-        delete = reverse("admin:jobs_holidaycalendar_delete", args=[calendar.pk])
+        delete = reverse("admin:takt_jobs_holidaycalendar_delete", args=[calendar.pk])
         assert admin_client.post(delete, {"post": "yes"}).status_code == 302
 
     row, calendars = stored(trigger)
@@ -554,7 +554,7 @@ def job_form(job: Job, trigger: Trigger, **row) -> dict:
 
 
 def change_url(job: Job) -> str:
-    return reverse("admin:jobs_job_change", args=[job.pk])
+    return reverse("admin:takt_jobs_job_change", args=[job.pk])
 
 
 def test_the_editor_of_a_job_with_a_calendar_trigger_renders(admin_client):
@@ -668,9 +668,9 @@ def test_the_holiday_calendar_pages_render_with_the_next_days(admin_client):
 
     with time_machine.travel(T0, tick=False):
         page = admin_client.get(
-            reverse("admin:jobs_holidaycalendar_change", args=[calendar.pk])
+            reverse("admin:takt_jobs_holidaycalendar_change", args=[calendar.pk])
         ).content.decode()
-        listing = admin_client.get(reverse("admin:jobs_holidaycalendar_changelist"))
+        listing = admin_client.get(reverse("admin:takt_jobs_holidaycalendar_changelist"))
 
     assert "Next 10 days" in page
     assert "2025-04-01 closed<br>" in page and "2025-03-01" not in page.split("Next 10 days")[1]

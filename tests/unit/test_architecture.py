@@ -20,8 +20,9 @@ ring  name            modules
                       notifications, "why didn't it run?"
 5     glue            every ``admin``, ``api``, ``management`` and
                       ``templatetags`` package, the apps' AppConfigs, the
-                      ``jobs`` package's public API and the project's URLs,
-                      middleware and Celery app
+                      ``jobs`` package's public API, its testing helpers
+                      (``jobs.testing``, ``jobs.pytest_plugin``) and the
+                      project's URLs, middleware and Celery app
 ====  ==============  ========================================================
 
 A module imports only from its own ring and the rings below it. The import
@@ -47,6 +48,9 @@ RINGS = ("pure core", "infrastructure", "definitions", "engine", "monitoring", "
 PURE, INFRASTRUCTURE, GLUE = 0, 1, 5
 APP_RING = {"jobs": 2, "runs": 3, "heartbeats": 4}
 GLUE_PACKAGES = {"admin", "api", "management", "templatetags"}
+# The apps' AppConfigs, the URLs a project includes (jobs.urls), and the
+# testing helpers for users' suites (F-96).
+GLUE_MODULES = {"apps", "testing", "pytest_plugin", "urls"}
 PROJECT_GLUE = {"urls", "api_urls", "middleware", "celery", "wsgi"}
 # What the pure core may import besides the standard library and itself.
 PURE_THIRD_PARTY = {"cronsim", "cron_descriptor"}
@@ -86,7 +90,7 @@ def ring_of(module: str) -> int:
     app = parts[0]
     if app == "scheduler_project":  # the package itself loads the Celery app
         return INFRASTRUCTURE if len(parts) > 1 and parts[1] not in PROJECT_GLUE else GLUE
-    if module == "jobs" or set(parts[1:]) & GLUE_PACKAGES or parts[-1] == "apps":
+    if module == "jobs" or set(parts[1:]) & GLUE_PACKAGES or parts[-1] in GLUE_MODULES:
         return GLUE
     if len(parts) > 1 and parts[1] == "core":
         return PURE

@@ -10,6 +10,9 @@
 (function () {
   "use strict";
 
+  // takt/admin.js's texts (the page loads it first), looked up when used.
+  function gettext(text) { return window.Takt.i18n.gettext(text); }
+
   function csrfToken(element) {
     var form = element.closest("form");
     var input = form && form.querySelector("input[name=csrfmiddlewaretoken]");
@@ -37,7 +40,7 @@
     check.addEventListener("click", function () {
       var body = new FormData();
       body.append("script", editor.getValue());
-      show(true, "checking…");
+      show(true, gettext("checking…"));
       fetch(tools.dataset.checkUrl, {
         method: "POST",
         body: body,
@@ -46,7 +49,7 @@
       })
         .then(function (response) {
           if (!response.ok) {
-            throw new Error("the check answered " + response.status);
+            throw new Error(window.Takt.i18n.interpolate(gettext("the check answered %(status)s"), { status: response.status }));
           }
           return response.json();
         })
@@ -76,7 +79,7 @@
       editor.getSession().on("change", function () {
         var changed = editor.getValue() !== saved;
         runNow.disabled = changed;
-        note.textContent = changed ? "unsaved changes: save first, Run now runs the saved script" : "";
+        note.textContent = changed ? gettext("unsaved changes: save first, Run now runs the saved script") : "";
       });
     }
 

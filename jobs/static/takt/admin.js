@@ -4,9 +4,27 @@
 // data-precision="minute" (in lists, data-compact drops today's date); the
 // tooltip keeps the UTC value. The server
 // renders its own zone as the text, which stays where JavaScript is off.
-// window.Takt.formatTime(date, zone) is shared with the other Takt scripts.
+// window.Takt.formatTime(date, zone) is shared with the other Takt scripts,
+// and so is window.Takt.i18n: gettext, ngettext and interpolate for their
+// texts, from Django's JavaScript catalogue where the page loads one
+// (jobs/urls.py's takt-jsi18n, {% takt_js_catalog %}), else English.
 "use strict";
 (function () {
+  // Looked up at each call: a catalogue loaded after this file counts too.
+  const i18n = {
+    gettext: function (text) { return window.gettext ? window.gettext(text) : text; },
+    pgettext: function (context, text) { return window.pgettext ? window.pgettext(context, text) : text; },
+    ngettext: function (one, many, count) {
+      return window.ngettext ? window.ngettext(one, many, count) : count === 1 ? one : many;
+    },
+    // interpolate("%(n)s runs", {n: 3}): named placeholders, as in the catalogue.
+    interpolate: function (text, values) {
+      return text.replace(/%\((\w+)\)s/g, function (_, name) { return String(values[name]); });
+    },
+    // The page's language ("de", "en-us"), for Intl's number and date formats.
+    language: document.documentElement.lang || "en-US",
+  };
+  const gettext = i18n.gettext, interpolate = i18n.interpolate;
   const formats = {};
 
   function formatter(zone, seconds) {
@@ -56,11 +74,11 @@
     const diff = Math.round((date.getTime() - now) / 1000);
     const size = Math.abs(diff);
     let text;
-    if (size < 60) text = size + " s";
-    else if (size < 3600) text = Math.round(size / 60) + " min";
-    else if (size < 86400) text = Math.round(size / 3600) + " h";
-    else text = Math.round(size / 86400) + " d";
-    return diff >= 0 ? "in " + text : text + " ago";
+    if (size < 60) text = interpolate(gettext("%(count)s s"), { count: size });
+    else if (size < 3600) text = interpolate(gettext("%(count)s min"), { count: Math.round(size / 60) });
+    else if (size < 86400) text = interpolate(gettext("%(count)s h"), { count: Math.round(size / 3600) });
+    else text = interpolate(gettext("%(count)s d"), { count: Math.round(size / 86400) });
+    return interpolate(diff >= 0 ? gettext("in %(time)s") : gettext("%(time)s ago"), { time: text });
   }
 
   // In lists (data-compact), a time of today drops its date.
@@ -85,6 +103,7 @@
   window.Takt = Object.assign(window.Takt || {}, {
     formatTime: formatTime,
     localize: localize,
+    i18n: i18n,
     browserZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
   });
 

@@ -32,9 +32,31 @@
     return chosen === "dark" || (chosen !== "light" && systemDark) ? "dark" : null;
   }
 
-  // An ECharts chart drawn as SVG in `el`, in the admin's theme.
+  // The page's month and day names for ECharts' time axis (its own build
+  // knows only English and Chinese); none for an English page.
+  function locale() {
+    const language = window.Takt.i18n.language;
+    if (/^en\b/i.test(language)) return null;
+    const names = function (options, count, date) {
+      const format = new Intl.DateTimeFormat(language, Object.assign({ timeZone: "UTC" }, options));
+      return Array.from({ length: count }, function (_, i) { return format.format(date(i)); });
+    };
+    const month = function (i) { return new Date(Date.UTC(2026, i, 15)); };
+    const day = function (i) { return new Date(Date.UTC(2026, 10, 1 + i)); }; // 1 Nov 2026: a Sunday
+    return {
+      time: {
+        month: names({ month: "long" }, 12, month), monthAbbr: names({ month: "short" }, 12, month),
+        dayOfWeek: names({ weekday: "long" }, 7, day), dayOfWeekAbbr: names({ weekday: "short" }, 7, day),
+      },
+    };
+  }
+
+  // An ECharts chart drawn as SVG in `el`, in the admin's theme and the page's language.
   function init(el) {
-    return window.echarts.init(el, theme(), { renderer: "svg" });
+    const options = { renderer: "svg" };
+    const names = locale();
+    if (names) options.locale = names;
+    return window.echarts.init(el, theme(), options);
   }
 
   // new Chart(el) for every `selector` element, once.

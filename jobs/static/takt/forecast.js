@@ -14,15 +14,18 @@
 "use strict";
 (function () {
   const charts = window.Takt.charts, escape = charts.escape;
+  const { gettext, ngettext, interpolate, language } = window.Takt.i18n;
   const SCALE = ["#f3f6fa", "#c6e0ff", "#6fa8dc", "#1a5fb4", "#0b2e59"];
   const HOURS = Array.from({ length: 24 }, function (_, h) { return (h < 10 ? "0" : "") + h; });
-  const number = new Intl.NumberFormat("en-US");
+  const number = new Intl.NumberFormat(language);
+  // Days as "Wed 2 Dec" in English (British order), as "Mi., 2. Dez." in German.
+  const DAY_LOCALE = /^en\b/i.test(language) ? "en-GB" : language;
 
 
   function dayLabel(iso) {
     // The server's local dates, shown as dates (not moved to another zone).
     const [y, m, d] = iso.split("-").map(Number);
-    return new Intl.DateTimeFormat("en-GB", { weekday: "short", day: "numeric", month: "short", timeZone: "UTC" })
+    return new Intl.DateTimeFormat(DAY_LOCALE, { weekday: "short", day: "numeric", month: "short", timeZone: "UTC" })
       .format(new Date(Date.UTC(y, m - 1, d)));
   }
 
@@ -51,7 +54,7 @@
       .then(function (data) { self.draw(data); })
       .catch(function (error) {
         self.el.dataset.state = "error";
-        self.summary.textContent = "Could not load the forecast: " + error.message;
+        self.summary.textContent = interpolate(gettext("Could not load the forecast: %(error)s"), { error: error.message });
       });
   };
 
@@ -79,14 +82,14 @@
       backgroundColor: "transparent",
       grid: { left: 8, right: 16, top: 8, bottom: 64, containLabel: true },
       tooltip: { confine: true, formatter: function (p) { return tooltip(data, days, p); } },
-      xAxis: { type: "category", data: HOURS, name: "hour", nameLocation: "middle", nameGap: 24 },
+      xAxis: { type: "category", data: HOURS, name: gettext("hour"), nameLocation: "middle", nameGap: 24 },
       yAxis: { type: "category", data: days, inverse: true },
       visualMap: {
         // Colour by the count, or by its logarithm when a few dense triggers would drown the rest.
         type: "continuous", seriesIndex: 0, dimension: log ? 3 : 2,
         min: log && least < max ? Math.log10(least + 1) : 0,
         max: log ? Math.log10(max + 1) || 1 : Math.max(max, 1), calculable: true,
-        orient: "horizontal", left: "center", bottom: 0, itemHeight: 220, text: ["more runs", "none"],
+        orient: "horizontal", left: "center", bottom: 0, itemHeight: 220, text: [gettext("more runs"), gettext("none")],
         inRange: { color: SCALE },
         formatter: function (value) { return number.format(Math.round(log ? Math.pow(10, value) - 1 : value)); },
       },
@@ -100,14 +103,34 @@
       state: "ready", zone: data.zone, total: data.total, max: max, cells: cells.length,
       busiest: busiest ? data.days[busiest[0]] + " " + HOURS[busiest[1]] : "",
     });
-    let text = number.format(data.total) + " runs from " + number.format(data.triggers) + " active triggers, " +
-      days[0] + " to " + days[days.length - 1] + " (" + data.zone + ")";
-    if (busiest) text += "; busiest hour: " + days[busiest[0]] + " " + HOURS[busiest[1]] + ":00 with " + number.format(max) + " runs";
-    this.summary.textContent = text + ". Computed in " + data.elapsed_ms + " ms.";
+    const said = {
+      runs: number.format(data.total), triggers: number.format(data.triggers), first: days[0],
+      last: days[days.length - 1], zone: data.zone, ms: data.elapsed_ms,
+    };
+    let text = interpolate(ngettext(
+      "%(runs)s runs from %(triggers)s active trigger, %(first)s to %(last)s (%(zone)s)",
+      "%(runs)s runs from %(triggers)s active triggers, %(first)s to %(last)s (%(zone)s)",
+      data.triggers), said);
+    if (busiest) {
+      text = interpolate(gettext("%(summary)s; busiest hour: %(day)s %(hour)s:00 with %(count)s runs"), {
+        summary: text, day: days[busiest[0]], hour: HOURS[busiest[1]], count: number.format(max),
+      });
+    }
+    this.summary.textContent = interpolate(gettext("%(summary)s. Computed in %(ms)s ms."), Object.assign(said, { summary: text }));
     const notes = [];
-    if (data.approximate) notes.push(data.approximate + " interval trigger(s) counted from a run's start or end assume runs that take no time.");
-    if (data.invalid.length) notes.push(data.invalid.length + " trigger(s) could not be evaluated and are left out: " +
-      data.invalid.slice(0, 5).map(function (i) { return "#" + i.trigger + " (" + i.error + ")"; }).join(", ") + ".");
+    if (data.approximate) {
+      notes.push(interpolate(ngettext(
+        "%(count)s interval trigger counted from a run's start or end assumes runs that take no time.",
+        "%(count)s interval triggers counted from a run's start or end assume runs that take no time.",
+        data.approximate), { count: data.approximate }));
+    }
+    if (data.invalid.length) {
+      const which = data.invalid.slice(0, 5).map(function (i) { return "#" + i.trigger + " (" + i.error + ")"; }).join(", ");
+      notes.push(interpolate(ngettext(
+        "%(count)s trigger could not be evaluated and is left out: %(triggers)s.",
+        "%(count)s triggers could not be evaluated and are left out: %(triggers)s.",
+        data.invalid.length), { count: data.invalid.length, triggers: which }));
+    }
     this.note.textContent = notes.join(" ");
     this.note.hidden = !notes.length;
   };
@@ -116,12 +139,13 @@
     const h = p.value[0], d = p.value[1];
     const head = "<b>" + escape(days[d]) + ", " + HOURS[h] + ":00–" + HOURS[(h + 1) % 24] + ":00</b><br>";
     if (p.seriesName === "grey") {
-      return head + (p.value[3] === "past" ? "Already past." : "This hour does not exist here (the clocks go forward).");
+      return head + escape(p.value[3] === "past" ? gettext("Already past.") : gettext("This hour does not exist here (the clocks go forward)."));
     }
-    const lines = [head + number.format(p.value[2]) + " run" + (p.value[2] === 1 ? "" : "s")];
-    if (data.hour_seconds[d][h] > 3600) lines.push("This hour occurs twice (the clocks go back): both are counted.");
+    const count = p.value[2];
+    const lines = [head + escape(interpolate(ngettext("%(count)s run", "%(count)s runs", count), { count: number.format(count) }))];
+    if (data.hour_seconds[d][h] > 3600) lines.push(escape(gettext("This hour occurs twice (the clocks go back): both are counted.")));
     data.busiest[d][h].forEach(function (b) {
-      lines.push(escape(b.job) + " (trigger #" + b.trigger + "): " + number.format(b.count));
+      lines.push(escape(interpolate(gettext("%(job)s (trigger #%(id)s): %(count)s"), { job: b.job, id: b.trigger, count: number.format(b.count) })));
     });
     return lines.join("<br>");
   }

@@ -1,4 +1,4 @@
-// A run's live panel (F-93; admin/runs/run/live_panel.html): polls the
+// A run's live panel (F-93; admin/takt_runs/run/live_panel.html): polls the
 // run's live JSON (runs/admin/live.py) about once a second while the run is
 // queued or running, and shows its status badge, progress bar, percentage
 // and note, times, duration and output; the output follows new lines
@@ -7,6 +7,7 @@
 // <time class="takt-time"> from the server; takt/admin.js localizes them.
 "use strict";
 (function () {
+  const { gettext, interpolate } = window.Takt.i18n; // takt/admin.js, loaded first by the page
   const POLL_MS = 1000;
   const RETRY_MS = 5000;
   const shown = new WeakMap(); // element -> the server HTML it shows
@@ -17,8 +18,8 @@
 
   function progressText(p) {
     if (!p) return "";
-    if (p.percent === null) return p.done + " done";
-    return p.percent + " % (" + p.done + " of " + p.total + ")";
+    if (p.percent === null) return interpolate(gettext("%(done)s done"), { done: p.done });
+    return interpolate(gettext("%(percent)s % (%(done)s of %(total)s)"), p);
   }
 
   function showOutput(pre, text) {
@@ -38,7 +39,7 @@
     if (p && p.percent !== null) {
       bar.hidden = false;
       bar.value = p.percent;
-      bar.textContent = p.percent + " %";
+      bar.textContent = interpolate(gettext("%(percent)s %"), p);
     } else {
       bar.removeAttribute("value"); // no total: an indeterminate bar while it runs
       bar.hidden = !data.active;
@@ -83,10 +84,10 @@
       .catch(function (error) {
         const notice = part(panel, "notice");
         if (error.final) {
-          notice.textContent = "live view stopped: " + error.message;
+          notice.textContent = interpolate(gettext("live view stopped: %(error)s"), { error: error.message });
           return;
         }
-        notice.textContent = "live view interrupted (" + error.message + "); retrying";
+        notice.textContent = interpolate(gettext("live view interrupted (%(error)s); retrying"), { error: error.message });
         setTimeout(poll, RETRY_MS, panel);
       });
   }

@@ -1,20 +1,28 @@
 // "Check schedule" as you type (F-19): every trigger form in the job
 // editor shows its schedule in words and its next five fire times, in the
 // trigger's zone and the browser's, from /api/v1/schedule/preview, which
-// validates exactly as saving would. A wrong field gets its error beside it
-// at once. Needs takt/admin.js (window.Takt.formatTime).
+// validates exactly as saving would (its address from the page, so it
+// follows wherever a project mounts Takt's API). A wrong field gets its
+// error beside it at once. Needs takt/admin.js (window.Takt.formatTime).
 "use strict";
 (function () {
-  const URL = "/api/v1/schedule/preview";
+  const { gettext, interpolate } = window.Takt.i18n;
+  function previewUrl() {  // read when asked: this file loads before the page's body
+    const where = document.getElementById("takt-schedule-preview-url");
+    return where ? where.dataset.url : "/api/v1/schedule/preview";
+  }
   const DELAY_MS = 300;
   const TEXT = ["kind", "cron_expression", "timezone", "interval_anchor", "calendar_rule",
     "at_time", "window_start", "window_end", "watch_folder", "watch_pattern"];
   const NUMBERS = ["interval_seconds", "day_of_month", "month", "jitter_seconds", "settle_seconds"];
   const SPLIT_TIMES = ["start_at", "run_at"];
   // Errors that only say a field is still empty go into the box, not beside the field.
-  const REQUIRED = /^required for /;
+  // (The server's German says "erforderlich für …": the same start, translated.)
+  function isRequired(message) {
+    return message.indexOf("required for ") === 0 || message.indexOf(gettext("required for ")) === 0;
+  }
   // As jobs/admin/triggers.py's TriggerForm says it.
-  const NO_STATUS = "tick at least one way its run ends";
+  function noStatus() { return gettext("tick at least one way its run ends"); }
 
   function csrfToken() {
     const input = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -120,7 +128,7 @@
     const panel = box.querySelector(".takt-preview");
     panel.replaceChildren();
     const heading = document.createElement("h4");
-    heading.textContent = "Check schedule";
+    heading.textContent = gettext("Check schedule");
     panel.appendChild(heading);
     if (state.note) {
       const note = document.createElement("p");
@@ -132,16 +140,18 @@
     const preview = state.preview;
     const words = document.createElement("p");
     words.className = "takt-preview-words";
-    words.textContent = preview.description + (preview.enabled ? "" : " (this trigger is disabled)");
+    words.textContent = preview.enabled
+      ? preview.description
+      : interpolate(gettext("%(schedule)s (this trigger is disabled)"), { schedule: preview.description });
     panel.appendChild(words);
     if (!preview.fire_times.length) {
       const never = document.createElement("p");
       const kind = input(box, "kind");
       never.textContent = kind && kind.value === "dependency"
-        ? "No fire times: it starts each time a run of that job ends so."
+        ? gettext("No fire times: it starts each time a run of that job ends so.")
         : kind && kind.value === "file"
-          ? "No fire times: it starts once for each matching file that arrives or changes."
-          : "Never fires again.";
+          ? gettext("No fire times: it starts once for each matching file that arrives or changes.")
+          : gettext("Never fires again.");
       panel.appendChild(never);
       return;
     }
@@ -149,7 +159,9 @@
     const table = document.createElement("table");
     table.className = "takt-preview-times";
     const head = table.createTHead().insertRow();
-    ["Next fire times", "in " + preview.timezone].concat(mine !== preview.timezone ? ["in your zone (" + mine + ")"] : [])
+    const zones = [interpolate(gettext("in %(zone)s"), { zone: preview.timezone })];
+    if (mine !== preview.timezone) zones.push(interpolate(gettext("in your zone (%(zone)s)"), { zone: mine }));
+    [gettext("Next fire times")].concat(zones)
       .forEach(function (text) {
         const th = document.createElement("th");
         th.textContent = text;
@@ -166,7 +178,7 @@
     panel.appendChild(table);
     if (preview.jitter_seconds) {
       const jitter = document.createElement("p");
-      jitter.textContent = "Each run starts up to " + preview.jitter_seconds + " s later (jitter).";
+      jitter.textContent = interpolate(gettext("Each run starts up to %(seconds)s s later (jitter)."), { seconds: preview.jitter_seconds });
       panel.appendChild(jitter);
     }
   }
@@ -175,7 +187,7 @@
     const deleted = input(box, "DELETE");
     if (deleted && deleted.checked) {
       clearErrors(box);
-      render(box, { note: "This trigger is deleted when you save." });
+      render(box, { note: gettext("This trigger is deleted when you save.") });
       return;
     }
     const sent = ++box.takt_sequence;
@@ -184,11 +196,11 @@
       // The API takes "none" for the default (succeeded); saving the form refuses it.
       clearErrors(box);
       box.dataset.previewState = "error";
-      showFieldError(box, "upstream_statuses", [NO_STATUS]);
-      render(box, { note: "Fix the field marked above." });
+      showFieldError(box, "upstream_statuses", [noStatus()]);
+      render(box, { note: gettext("Fix the field marked above.") });
       return;
     }
-    fetch(URL, {
+    fetch(previewUrl(), {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), "Accept": "application/json" },
@@ -207,21 +219,21 @@
       }
       if (answer.status !== 400) {
         box.dataset.previewState = "unavailable";
-        render(box, { note: "The preview is not available (" + answer.status + ")." });
+        render(box, { note: interpolate(gettext("The preview is not available (%(status)s)."), { status: answer.status }) });
         return;
       }
       box.dataset.previewState = "error";
       const hints = [];
       Object.keys(answer.body).forEach(function (field) {
         const messages = [].concat(answer.body[field]).map(String);
-        const required = messages.every(function (m) { return REQUIRED.test(m); });
+        const required = messages.every(function (m) { return isRequired(m); });
         if (required || !showFieldError(box, field, messages)) {
           hints.push((field === "detail" ? "" : field + ": ") + messages.join(" "));
         }
       });
-      render(box, { note: hints.length ? hints.join("; ") : "Fix the field marked above." });
+      render(box, { note: hints.length ? hints.join("; ") : gettext("Fix the field marked above.") });
     }).catch(function () {
-      if (sent === box.takt_sequence) render(box, { note: "The preview is not available (no answer)." });
+      if (sent === box.takt_sequence) render(box, { note: gettext("The preview is not available (no answer).") });
     });
   }
 

@@ -14,6 +14,23 @@
 "use strict";
 (function () {
   const charts = window.Takt.charts, escape = charts.escape;
+  const { gettext, pgettext, interpolate } = window.Takt.i18n;
+  // The tooltip's words for the JSON's status and trigger codes (no code is
+  // both); an unknown code is shown as it is.
+  function word(code) {
+    const words = {
+      succeeded: pgettext("run status", "succeeded"), failed: pgettext("run status", "failed"),
+      timed_out: pgettext("run status", "timed out"), lost: pgettext("run status", "lost"),
+      running: pgettext("run status", "running"), queued: pgettext("run status", "queued"),
+      skipped: pgettext("run status", "skipped"), cancelled: pgettext("run status", "cancelled"),
+      schedule: pgettext("run trigger", "schedule"), retry: pgettext("run trigger", "retry"),
+      manual: pgettext("run trigger", "manual"), api: pgettext("run trigger", "api"),
+      catchup: pgettext("run trigger", "catchup"), file: pgettext("run trigger", "file"),
+      dependency: pgettext("run trigger", "dependency"), parent: pgettext("run trigger", "parent"),
+    };
+    return words[code] || code.replace("_", " ");
+  }
+
   const RANGES = { // [before now, after now] in ms
     "1h": [45 * 60e3, 15 * 60e3],
     "6h": [5 * 3600e3, 3600e3],
@@ -76,12 +93,12 @@
     const params = { start: new Date(start).toISOString(), end: new Date(end).toISOString() };
     if (this.el.dataset.job) params.job = this.el.dataset.job;
     this.el.dataset.state = "loading";
-    this.status.textContent = "Loading…";
+    this.status.textContent = gettext("Loading…");
     charts.getJson(this.el.dataset.url, params)
       .then(function (data) { self.draw(data); })
       .catch(function (error) {
         self.el.dataset.state = "error";
-        self.status.textContent = "Could not load the timeline: " + error.message;
+        self.status.textContent = interpolate(gettext("Could not load the timeline: %(error)s"), { error: error.message });
       });
   };
 
@@ -110,12 +127,16 @@
       truncated: truncated.join(" "), state: "ready",
     });
     const notes = [];
-    if (data.runs_truncated) notes.push("Only the newest " + data.run_cap + " runs in this range are shown: zoom in or pick a shorter range to see all.");
-    if (data.ticks_truncated) notes.push("Not every upcoming fire time is shown (at most " + data.tick_cap + "; dense triggers are cut).");
-    if (!data.runs_shown) notes.push("Runs are not shown: you may not view runs.");
+    if (data.runs_truncated) {
+      notes.push(interpolate(gettext("Only the newest %(count)s runs in this range are shown: zoom in or pick a shorter range to see all."), { count: data.run_cap }));
+    }
+    if (data.ticks_truncated) {
+      notes.push(interpolate(gettext("Not every upcoming fire time is shown (at most %(count)s; dense triggers are cut)."), { count: data.tick_cap }));
+    }
+    if (!data.runs_shown) notes.push(gettext("Runs are not shown: you may not view runs."));
     this.note.textContent = notes.join(" ");
     this.note.hidden = !notes.length;
-    this.status.textContent = data.rows.length ? "" : "Nothing ran and nothing is due in this range.";
+    this.status.textContent = data.rows.length ? "" : gettext("Nothing ran and nothing is due in this range.");
   };
 
   Timeline.prototype.option = function (data, bars, points, ticks, start, end, now, many) {
@@ -151,7 +172,7 @@
           },
           markLine: {
             silent: true, symbol: "none", animation: false, data: [{ xAxis: now }],
-            label: { formatter: "now" }, lineStyle: { type: "dashed", color: "#888" },
+            label: { formatter: gettext("now") }, lineStyle: { type: "dashed", color: "#888" },
           },
         },
         {
@@ -176,20 +197,35 @@
   };
 
   function tooltip(data, p) {
-    const row = function (job) { return escape((data.rows.find(function (r) { return r.id === job; }) || {}).name || "job #" + job); };
+    // Each line's text escaped whole: the catalogue's words are text too.
+    const say = function (text, values) { return escape(interpolate(text, values)); };
+    const row = function (job) {
+      const found = data.rows.find(function (r) { return r.id === job; });
+      return found ? escape(found.name) : say(gettext("job #%(id)s"), { id: job });
+    };
     if (p.seriesName === "ticks") {
       const tick = data.ticks[p.value[2]];
-      return "<b>" + row(tick.job) + "</b><br>" + (tick.overdue ? "Due, not fired yet: " : "Next fire time: ") +
-        escape(when(Date.parse(tick.at))) + "<br>Trigger #" + tick.trigger;
+      const at = when(Date.parse(tick.at));
+      return "<b>" + row(tick.job) + "</b><br>" +
+        (tick.overdue ? say(gettext("Due, not fired yet: %(time)s"), { time: at }) : say(gettext("Next fire time: %(time)s"), { time: at })) +
+        "<br>" + say(gettext("Trigger #%(id)s"), { id: tick.trigger });
     }
     if (p.seriesName !== "runs" && p.seriesName !== "points") return "";
     const run = data.runs[p.seriesName === "runs" ? p.value[3] : p.value[2]];
-    const lines = ["<b>" + row(run.job) + "</b> — run #" + run.id, "Status: " + escape(run.status.replace("_", " ")) + " (" + escape(run.trigger) + ")"];
+    const lines = [
+      "<b>" + row(run.job) + "</b> — " + say(gettext("run #%(id)s"), { id: run.id }),
+      say(gettext("Status: %(status)s (%(trigger)s)"), { status: word(run.status), trigger: word(run.trigger) }),
+    ];
     if (run.start) {
-      lines.push("Start: " + escape(when(Date.parse(run.start))));
-      lines.push(run.running ? "Running for " + escape(run.duration) : "End: " + escape(when(Date.parse(run.end))) + "<br>Duration: " + escape(run.duration));
+      lines.push(say(gettext("Start: %(time)s"), { time: when(Date.parse(run.start)) }));
+      if (run.running) lines.push(say(gettext("Running for %(duration)s"), { duration: run.duration }));
+      else {
+        lines.push(say(gettext("End: %(time)s"), { time: when(Date.parse(run.end)) }));
+        lines.push(say(gettext("Duration: %(duration)s"), { duration: run.duration }));
+      }
     } else {
-      lines.push((run.status === "queued" ? "Due: " : "At: ") + escape(when(Date.parse(run.at))));
+      const at = when(Date.parse(run.at));
+      lines.push(run.status === "queued" ? say(gettext("Due: %(time)s"), { time: at }) : say(gettext("At: %(time)s"), { time: at }));
     }
     return lines.join("<br>");
   }

@@ -1,0 +1,384 @@
+"""`manage.py import_celery_beat` (F-76): read django-celery-beat's
+PeriodicTasks through its own models, from this database or another,
+translate each (jobs.core.celery_beat) and import the jobs with
+`import_jobs`, matched by key so a second run updates. All or nothing: a
+task that cannot be imported refuses the import, naming it, unless
+`continue_on_error` imports the others. With `disable_source` the imported
+PeriodicTasks are disabled in the same transaction, so a project switches
+in one command (not those imported disabled because their Celery task is
+not registered here: they keep running where they are).
+
+django-celery-beat is an optional extra (`pip install takt[celery-beat]`);
+its app must be installed (scheduler_project installs it when the package
+is there; a project of its own has it already).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+from celery import schedules
+from celery.schedules import ParseException
+from django.apps import apps
+from django.conf import settings
+from django.db import Error, connections, transaction
+from django.db.models import CharField
+from django.db.models.functions import Cast
+from django.utils import timezone as dj_timezone
+
+from jobs import registry
+from jobs.core.celery_beat import (
+    BeatTask,
+    Clocked,
+    Crontab,
+    Interval,
+    Schedule,
+    Solar,
+    Translation,
+    job_key,
+    translate,
+)
+from jobs.errors import TaktError
+from jobs.exchange import InvalidDefinition
+from jobs.importing import ImportItem, import_jobs
+from jobs.models import Job, Trigger
+
+SOURCE_ALIAS = "takt_celery_beat_source"
+
+
+class CeleryBeatUnavailable(TaktError):
+    """django-celery-beat is not installed, or its tables cannot be read."""
+
+
+@dataclass
+class BeatImport:
+    """What an import did (or would do): a translation per PeriodicTask in
+    their id order, the import's items for the ones imported, and the
+    PeriodicTasks disabled (a dry run: that it would disable)."""
+
+    translations: list[Translation]
+    items: list[ImportItem] = field(default_factory=list)
+    disabled: int = 0
+
+    @property
+    def imported(self) -> list[Translation]:
+        return [t for t in self.translations if t.definition is not None]
+
+    @property
+    def failed(self) -> list[Translation]:
+        """The tasks that cannot be imported, each with its `error`."""
+        return [t for t in self.translations if t.error is not None]
+
+
+class BeatImportRefused(TaktError):
+    """Tasks cannot be imported and `continue_on_error` was not given:
+    nothing was imported. `result` has every translation; `result.failed`
+    the tasks that failed."""
+
+    def __init__(self, result: BeatImport) -> None:
+        self.result = result
+        names = ", ".join(repr(t.task.name) for t in result.failed)
+        super().__init__(f"{len(result.failed)} PeriodicTask(s) cannot be imported: {names}")
+
+
+def source_alias(database: str | None) -> str:
+    """The connection alias to read from: a DATABASES alias, or a database
+    URL registered under SOURCE_ALIAS. Raises CeleryBeatUnavailable."""
+    if not database:
+        return "default"
+    if database in settings.DATABASES:
+        return database
+    if "://" not in database:
+        known = ", ".join(sorted(settings.DATABASES))
+        raise CeleryBeatUnavailable(
+            f"--database: {database!r} is neither a database alias ({known}) nor a URL"
+        )
+    try:
+        config = dj_database_url.parse(database)
+    except Exception as exc:  # the parser's own errors are plain exceptions
+        raise CeleryBeatUnavailable(f"--database: cannot read the URL ({exc})") from None
+    name = str(config.get("NAME") or "")
+    if str(config.get("ENGINE", "")).endswith("sqlite3") and not Path(name).is_file():
+        # SQLite would make an empty file of it, and then find no tables.
+        raise CeleryBeatUnavailable(
+            f"{source_label(database)}: there is no SQLite database file {name!r}"
+        )
+    filled = connections.configure_settings(
+        {"default": settings.DATABASES["default"], SOURCE_ALIAS: config}
+    )
+    connections.settings[SOURCE_ALIAS] = filled[SOURCE_ALIAS]
+    return SOURCE_ALIAS
+
+
+def source_label(database: str | None) -> str:
+    """How messages name the source: `--database 'value'` (a URL without its
+    password), or this project's database."""
+    if not database:
+        return "this project's database (no --database)"
+    if "://" in database and "@" in database:
+        scheme, rest = database.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        user = credentials.split(":", 1)[0]
+        database = f"{scheme}://{user}{':***' if ':' in credentials else ''}@{host}"
+    return f"--database {database!r}"
+
+
+def _models() -> tuple[Any, Any]:
+    if not apps.is_installed("django_celery_beat"):
+        raise CeleryBeatUnavailable(
+            "django-celery-beat is not installed here: pip install 'takt[celery-beat]'"
+            " (and add 'django_celery_beat' to INSTALLED_APPS in a project of your own)"
+        )
+    from django_celery_beat.models import PeriodicTask, PeriodicTasks
+
+    return PeriodicTask, PeriodicTasks
+
+
+def read_beat_tasks(using: str = "default") -> list[BeatTask]:
+    """Every PeriodicTask of database `using`, as plain values; a row whose
+    schedule cannot be read (an unknown time zone, a day field Celery
+    cannot parse) has its `problem`. Raises CeleryBeatUnavailable when the
+    database cannot be reached or lacks django-celery-beat's tables."""
+    PeriodicTask, _ = _models()
+    _check_tables(using)
+    rows = (
+        PeriodicTask.objects.using(using)
+        .select_related("interval", "crontab", "solar", "clocked")
+        # The zone as stored: django-timezone-field raises on a name it
+        # does not know, which would stop the whole read at that row.
+        .defer("crontab__timezone")
+        .annotate(crontab_zone=Cast("crontab__timezone", CharField()))
+        .order_by("pk")
+    )
+    try:
+        return [_beat_task(row) for row in rows]
+    except Error as exc:
+        raise CeleryBeatUnavailable(f"cannot read django-celery-beat's tables: {exc}") from None
+
+
+def _check_tables(using: str) -> None:
+    from django_celery_beat import models
+
+    wanted = [
+        model._meta.db_table
+        for model in (
+            models.PeriodicTask,
+            models.PeriodicTasks,
+            models.IntervalSchedule,
+            models.CrontabSchedule,
+            models.ClockedSchedule,
+            models.SolarSchedule,
+        )
+    ]
+    connection = connections[using]
+    try:
+        with connection.cursor() as cursor:
+            present = set(connection.introspection.table_names(cursor))
+    except Error as exc:
+        raise CeleryBeatUnavailable(f"cannot connect to it: {str(exc).strip()}") from None
+    missing = [table for table in wanted if table not in present]
+    if len(missing) == len(wanted):
+        raise CeleryBeatUnavailable(
+            "it has no django-celery-beat tables (no django_celery_beat_periodictask):"
+            " name the database of the project that ran django-celery-beat"
+        )
+    if missing:
+        raise CeleryBeatUnavailable(
+            f"django-celery-beat's tables there are incomplete, missing {', '.join(missing)}:"
+            " run that project's migrations (manage.py migrate django_celery_beat)"
+        )
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if dj_timezone.is_naive(value):  # USE_TZ off in the source project: its own zone
+        return dj_timezone.make_aware(value)
+    return value
+
+
+def _beat_task(row: Any) -> BeatTask:
+    problem = None
+    try:
+        schedule = _schedule(row)
+    except (ValueError, TypeError, ParseException) as exc:  # Celery's parser, an odd period
+        schedule, problem = None, f"its schedule cannot be read: {exc}"
+    return BeatTask(
+        id=row.pk,
+        name=row.name,
+        task=row.task,
+        schedule=schedule,
+        problem=problem,
+        enabled=row.enabled,
+        description=row.description or "",
+        args=row.args or "[]",
+        kwargs=row.kwargs or "{}",
+        queue=row.queue or None,
+        exchange=row.exchange or None,
+        routing_key=row.routing_key or None,
+        headers=row.headers or None,
+        priority=row.priority,
+        expires=_aware(row.expires),
+        expire_seconds=row.expire_seconds,
+        one_off=row.one_off,
+        start_time=_aware(row.start_time),
+        last_run_at=_aware(row.last_run_at),
+        total_run_count=row.total_run_count or 0,
+        date_changed=_aware(row.date_changed),
+    )
+
+
+def _schedule(row: Any) -> Schedule | None:
+    if row.crontab is not None:
+        c = row.crontab
+        return Crontab(
+            minute=c.minute,
+            hour=c.hour,
+            day_of_month=c.day_of_month,
+            month_of_year=c.month_of_year,
+            day_of_week=c.day_of_week,
+            timezone=row.crontab_zone,
+            weekdays=frozenset(_parse_weekdays(c.day_of_week)),
+            days_of_month=frozenset(schedules.crontab_parser(31, 1).parse(c.day_of_month)),
+        )
+    if row.interval is not None:
+        return Interval(timedelta(**{row.interval.period: row.interval.every}))
+    if row.clocked is not None:
+        return Clocked(_aware(row.clocked.clocked_time))  # type: ignore[arg-type]
+    if row.solar is not None:
+        s = row.solar
+        return Solar(s.event, float(s.latitude), float(s.longitude))
+    return None
+
+
+def _parse_weekdays(text: str) -> set[int]:
+    # Celery's own reading (names, ranges, steps; 0 = Sunday).
+    return set(schedules.crontab(day_of_week=text).day_of_week)
+
+
+def translate_all(
+    tasks: list[BeatTask], *, now: datetime, declared: bool = False
+) -> list[Translation]:
+    """Translate each task. A task whose Celery task is not registered in
+    this project is imported disabled and stays enabled at its source
+    (`keep_source`, said); one whose key a job declared in code holds
+    fails. A job an earlier import made keeps its `enabled` and its
+    interval's grid. `declared`: for the sync of jobs declared in code,
+    which owns code-managed jobs and keeps the operator's fields itself,
+    and where a task not registered fails."""
+    keys = [job_key(t.name) for t in tasks]
+    existing = {j.key: j for j in Job.objects.filter(key__in=keys).prefetch_related("triggers")}
+    out = []
+    for task, key in zip(tasks, keys, strict=True):
+        job = existing.get(key)
+        translation = translate(task, now=now, interval_start=_kept_start(job, task))
+        if translation.definition is not None:
+            _check_target(translation, None if declared else job, declared=declared)
+        if translation.definition is not None and job is not None and not declared:
+            if translation.definition["enabled"] != job.enabled:
+                translation.notes.append(
+                    f"enabled: kept as Takt's job has it ({job.enabled}); the import sets it only"
+                    " when it creates the job"
+                )
+            # The operator's fields, as import_jobs' definitions are complete.
+            for name in ("enabled", "paused", "paused_until", "pause_note"):
+                translation.definition[name] = getattr(job, name)
+        out.append(translation)
+    return out
+
+
+def _check_target(translation: Translation, job: Job | None, *, declared: bool) -> None:
+    assert translation.definition is not None
+    target = translation.task.task
+    if job is not None and job.code_managed:
+        translation.fail(f"job #{job.pk} with key {job.key!r} is declared in code")
+    elif registry.is_known(target):
+        return
+    elif declared:
+        translation.fail(f"its task {target!r} is not registered in this project")
+    else:
+        # Nothing here would run it: imported for the record, and left
+        # running where it runs.
+        translation.definition["enabled"] = False
+        translation.keep_source = True
+        translation.notes.append(
+            f"imported disabled: its task {target!r} is not registered in this project; it stays"
+            " enabled in django-celery-beat (even with --disable-source) until you register the"
+            " task here, enable the job, and disable it there"
+        )
+
+
+def check_each(translations: list[Translation], *, now: datetime, by: str) -> None:
+    """Check each translated job alone with import_jobs' rules (a dry run):
+    one Takt refuses (a crontab that can never fire, an unknown time zone)
+    fails, its fields named."""
+    for translation in translations:
+        if translation.definition is None:
+            continue
+        try:
+            import_jobs([translation.definition], now=now, by=by, dry_run=True, scripts=False)
+        except InvalidDefinition as exc:
+            translation.fail("; ".join(f"{f}: {m}" if f else m for _, f, m in exc.problems))
+
+
+def _kept_start(job: Job | None, task: BeatTask) -> datetime | None:
+    if job is None or not isinstance(task.schedule, Interval):
+        return None
+    seconds = int(task.schedule.every.total_seconds())
+    trigger: Trigger | None = next(
+        (t for t in job.triggers.all() if t.kind == "interval" and t.interval_seconds == seconds),
+        None,
+    )
+    return trigger.start_at if trigger is not None else None
+
+
+def import_celery_beat(
+    *,
+    now: datetime,
+    by: str,
+    using: str = "default",
+    dry_run: bool = False,
+    disable_source: bool = False,
+    continue_on_error: bool = False,
+) -> BeatImport:
+    """Import every PeriodicTask of database `using`:
+
+    1. read and translate each (a row that cannot be read fails alone);
+    2. check each job alone with import_jobs' rules (`check_each`);
+    3. if any task failed and not `continue_on_error`: raise
+       BeatImportRefused, having written nothing;
+    4. import the others in one transaction on each database (Takt's and
+       `using`; the same one when it is Takt's) and, with
+       `disable_source`, disable their PeriodicTasks but those with
+       `keep_source` (a dry run counts them).
+
+    Raises CeleryBeatUnavailable, BeatImportRefused, or InvalidDefinition
+    (the jobs refused together, e.g. two names made one key); nothing
+    stored changes then, in either database."""
+    result = BeatImport(translate_all(read_beat_tasks(using), now=now))
+    check_each(result.translations, now=now, by=by)
+    if result.failed and not continue_on_error:
+        raise BeatImportRefused(result)
+    imported = result.imported
+    entries = [t.definition for t in imported]
+    to_disable = [t.task.id for t in imported if not t.keep_source]
+    with transaction.atomic(using=using), transaction.atomic():
+        result.items = import_jobs(entries, now=now, by=by, dry_run=dry_run, scripts=False)
+        if disable_source:
+            result.disabled = _disable(to_disable, using=using, now=now, dry_run=dry_run)
+    return result
+
+
+def _disable(ids: list[int], *, using: str, now: datetime, dry_run: bool) -> int:
+    PeriodicTask, PeriodicTasks = _models()
+    enabled = PeriodicTask.objects.using(using).filter(pk__in=ids, enabled=True)
+    if dry_run:
+        return int(enabled.count())
+    count = int(enabled.update(enabled=False))
+    # django-celery-beat's beat reloads its schedule when this row changes.
+    PeriodicTasks.objects.using(using).update_or_create(ident=1, defaults={"last_update": now})
+    return count

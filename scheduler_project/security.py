@@ -1,0 +1,94 @@
+"""Production safety: what a process refuses to start with when
+DJANGO_DEBUG=false, and the HTTPS settings from the environment.
+
+`manage.py check --deploy` is clean with the values deploy/ sets
+(deploy/README.md, "Production settings"); tests/e2e/test_production_e2e.py
+runs it on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from scheduler_project.envconfig import env_bool, env_int, env_str
+
+# The default of DJANGO_SECRET_KEY: fine with DEBUG on, refused without.
+DEVELOPMENT_SECRET_KEY = "takt-development-key-change-me-in-production"
+# Keys that are public too: the development one and deploy/'s placeholders.
+PUBLIC_SECRET_KEYS = {
+    DEVELOPMENT_SECRET_KEY,
+    "replace-with-50-random-characters",  # deploy/systemd/takt.env.example
+    "change-me-to-a-long-random-string",  # deploy/compose.yaml before it asked for one
+}
+DEVELOPMENT_HOSTS = "127.0.0.1,localhost"
+YEAR_S = 365 * 86400
+
+
+def host_list(debug: bool) -> list[str]:
+    """DJANGO_ALLOWED_HOSTS as a list; unset, the local names with DEBUG
+    on and nothing without (which `check_production` refuses)."""
+    raw = env_str("DJANGO_ALLOWED_HOSTS", DEVELOPMENT_HOSTS if debug else "")
+    return [host.strip() for host in raw.split(",") if host.strip()]
+
+
+def check_production(*, debug: bool, secret_key: str, allowed_hosts: list[str]) -> None:
+    """With DEBUG off, refuse a public secret key (the development one, an
+    example's) or none, and an empty host list: ImproperlyConfigured naming the variable, raised when
+    the settings are imported, so every process (web, worker, beat,
+    manage.py) stops before it does anything."""
+    if debug:
+        return
+    if not secret_key.strip() or secret_key in PUBLIC_SECRET_KEYS:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY: set a long random value when DJANGO_DEBUG=false (the development "
+            "key and the examples' are public), e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    if not allowed_hosts:
+        raise ImproperlyConfigured(
+            "DJANGO_ALLOWED_HOSTS: set the host names the web answers to (comma-separated, "
+            "e.g. takt.example.com) when DJANGO_DEBUG=false"
+        )
+
+
+def https_settings() -> dict[str, Any]:
+    """Django's HTTPS settings from DJANGO_BEHIND_TLS_PROXY,
+    DJANGO_SECURE_SSL_REDIRECT, DJANGO_SECURE_COOKIES, DJANGO_HSTS_SECONDS
+    (with DJANGO_HSTS_INCLUDE_SUBDOMAINS, DJANGO_HSTS_PRELOAD) and
+    DJANGO_CSRF_TRUSTED_ORIGINS. Every one is off by default: plain HTTP on
+    a development machine; deploy/ turns them on."""
+    values: dict[str, Any] = {
+        "SECURE_SSL_REDIRECT": env_bool("DJANGO_SECURE_SSL_REDIRECT", False),
+        "SESSION_COOKIE_SECURE": env_bool("DJANGO_SECURE_COOKIES", False),
+        "CSRF_COOKIE_SECURE": env_bool("DJANGO_SECURE_COOKIES", False),
+        "SECURE_HSTS_SECONDS": env_int("DJANGO_HSTS_SECONDS", 0, minimum=0, maximum=2 * YEAR_S),
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", False),
+        "SECURE_HSTS_PRELOAD": env_bool("DJANGO_HSTS_PRELOAD", False),
+        "CSRF_TRUSTED_ORIGINS": trusted_origins(env_str("DJANGO_CSRF_TRUSTED_ORIGINS", "")),
+    }
+    # The proxy ends TLS and says so in X-Forwarded-Proto; only behind one
+    # that sets (and overwrites) the header may Django believe it.
+    if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+        values["SECURE_PROXY_SSL_HEADER"] = ("HTTP_X_FORWARDED_PROTO", "https")
+    return values
+
+
+def trusted_origins(raw: str) -> list[str]:
+    """`https://takt.example.com,https://*.example.com` as a list; each must
+    carry its scheme (Django compares whole origins)."""
+    origins = [origin.strip() for origin in raw.split(",") if origin.strip()]
+    for origin in origins:
+        if not origin.startswith(("http://", "https://")):
+            raise ImproperlyConfigured(
+                f"DJANGO_CSRF_TRUSTED_ORIGINS: {origin!r} must start with https:// (or http://)"
+            )
+    return origins
+
+
+# HSTS for every subdomain (security.W005) and in the browsers' preload list
+# (W021) commit the whole domain: its owner's choice, not Takt's, so
+# `check --deploy` does not ask for them; DJANGO_HSTS_INCLUDE_SUBDOMAINS and
+# DJANGO_HSTS_PRELOAD turn them on.
+SILENCED_DEPLOY_CHECKS = ["security.W005", "security.W021"]
