@@ -9,12 +9,15 @@ Redis (6379) or any other database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.processes import ROOT, free_port
@@ -155,3 +158,26 @@ def start_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2) -> Pr
     proc = Proc("worker", argv, env, log_dir)
     proc.wait_for("[queues]")  # the banner; readiness itself: see wait_worker_ready
     return proc
+
+
+@contextlib.contextmanager
+def private_stack(db: str, pg_url: str = DEFAULT_PG_URL) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A temporary directory, a private redis-server and a migrated database
+    ("sqlite": a file in the directory; "postgresql": takt_bench, dropped at
+    the end): yields (the directory, the environment of a Takt process)."""
+    with tempfile.TemporaryDirectory(prefix="takt-profile-") as tmp:
+        work = Path(tmp)
+        redis, redis_url = start_redis(work, work)
+        try:
+            if db == "sqlite":
+                db_url = sqlite_url(work)
+            else:
+                db_url = create_postgres(pg_url) or sys.exit("PostgreSQL unavailable")
+            env = base_env(db_url, redis_url, work / "var")
+            migrate(env)
+            yield work, env
+        finally:
+            stop_all()
+            redis.stop()
+            if db == "postgresql":
+                drop_postgres(pg_url)

@@ -24,8 +24,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 from benchmarks import infra
 
@@ -37,24 +35,11 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=300, help="runs per side (default 300)")
     parser.add_argument("--top", type=int, default=30, help="functions listed (default 30)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="takt-profile-") as tmp:
-        work = Path(tmp)
-        redis, redis_url = infra.start_redis(work, work)
-        try:
-            if args.db == "sqlite":
-                db_url = infra.sqlite_url(work)
-            else:
-                db_url = infra.create_postgres(args.pg_url) or sys.exit("PostgreSQL unavailable")
-            env = infra.base_env(db_url, redis_url, work / "var")
-            infra.migrate(env)
-            subprocess.run(
-                [sys.executable, "-m", "benchmarks.profile_inner", str(args.n), str(args.top)],
-                cwd=infra.ROOT, env=env, check=True, timeout=1800,
-            )  # fmt: skip
-        finally:
-            redis.stop()
-            if args.db == "postgresql":
-                infra.drop_postgres(args.pg_url)
+    with infra.private_stack(args.db, args.pg_url) as (_work, env):
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks.profile_inner", str(args.n), str(args.top)],
+            cwd=infra.ROOT, env=env, check=True, timeout=1800,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -158,17 +158,21 @@ def e2e_table(R: Rows) -> list[str]:
             out.append(f"| {DBS[db]} | {case} | {cell(t)} | {cell(c)} | {ratio(med(t), med(c))} "
                        f"| {verdict(ok, '≥ 0.5×')} | {extra} |")  # fmt: skip
     cpu = ["", "CPU time per run in milliseconds (all cores; median over the repetitions): the "
-           "whole machine, and of it the producer (this process) and the worker's processes; "
-           "the rest is the database server, Redis and the system.", "",
-           "| database | runs | side | machine | producer | worker | rest |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+           "whole machine, and of it the producer (this process), the worker's processes, the "
+           "PostgreSQL server's processes and Redis's; the rest is the system (and, in results "
+           "recorded before the database and Redis columns, them too).", "",
+           "| database | runs | side | machine | producer | worker | database server | Redis | rest |",
+           "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for db in R.values("db", section="e2e"):
         for case in R.values("case", section="e2e", db=db):
             for system, label in (("takt", "Takt"), ("celery", "plain Celery")):
                 parts = [med(R.find(db=db, section="e2e", case=case, metric=f"CPU per run: {p}",
-                                    system=system)) for p in ("machine", "producer", "worker")]  # fmt: skip
+                                    system=system))
+                         for p in ("machine", "producer", "worker", "database server", "redis")]  # fmt: skip
                 if all(math.isnan(p) for p in parts):
                     continue
-                cells = " | ".join(fmt(p) for p in [*parts, parts[0] - parts[1] - parts[2]])
+                known = [p for p in parts[1:] if not math.isnan(p)]
+                cells = " | ".join(fmt(p) for p in [*parts, parts[0] - sum(known)])
                 cpu.append(f"| {DBS[db]} | {case} | {label} | {cells} |")
     return out + cpu if len(cpu) > 5 else out
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.job_events import on_run_running_long, on_run_started
 from heartbeats.processes import BeatReporter, beat_name, start_worker_reporter
-from heartbeats.services import on_run_finished
+from heartbeats.services import heartbeat_with_end, on_run_finished
 from runs import signals
 from runs.maintenance import maintenance_finished
 from scheduler_project.logconfig import set_process_field
@@ -137,3 +137,5 @@ def connect_all() -> None:
         (celery_signals.beat_init, beat_started, "beat_log"),
     ):
         signal.connect(receiver, weak=False, dispatch_uid=f"takt.heartbeats.{uid}")
+    # The heartbeat's upsert goes in the statement that records a run's end.
+    signals.end_companion[:] = [heartbeat_with_end]

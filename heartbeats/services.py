@@ -7,6 +7,7 @@ logged.
 
 from __future__ import annotations
 
+import copy
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,8 +22,15 @@ from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.core.status import HeartbeatState, compute_deadline_at, compute_state
 from heartbeats.job_events import on_run_ended
 from heartbeats.models import AlertSeverity, Heartbeat
-from heartbeats.statements import Reported, update_or_create_heartbeat, upsert_heartbeat
+from heartbeats.statements import (
+    Reported,
+    reported_from,
+    update_or_create_heartbeat,
+    upsert_after_end,
+    upsert_heartbeat,
+)
 from runs.models import Run, RunStatus
+from runs.signals import EndCompanion
 
 log = logging.getLogger("takt.heartbeats")
 
@@ -52,27 +60,48 @@ def record_run_heartbeat(run: Run) -> bool:
     return _write_run_heartbeat(run) is not None
 
 
+def _heartbeat_values(run: Run) -> dict[str, Any]:
+    """What a finished run writes into its job's heartbeat (UPSERT_FIELDS)."""
+    failed = run.status != RunStatus.SUCCEEDED
+    return {
+        "job_id": run.job_id,
+        "name": run.job.name,
+        "last_run_at": run.finished_at,
+        "last_started_at": run.started_at,
+        "last_status": run.status,
+        "last_result": (run.message or str(run.result or ""))[:2000],
+        "last_run_id": run.pk,
+        "deadline_s": run.job.heartbeat_deadline_s,
+        "last_success_at": None if failed else run.finished_at,
+        "failure_count": int(failed),
+        "consecutive_failures": int(failed),
+        "state": _state_after(run, paused=False, grace_s=None),  # a first report's
+        "paused": False,
+        "updated_at": timezone.now(),
+    }
+
+
+def heartbeat_with_end(run: Run, fields: dict[str, Any]) -> EndCompanion | None:
+    """runs.signals.end_companion: the heartbeat's upsert in the statement
+    that records the run's end (PostgreSQL), for a run that reports; the
+    `run_finished` receiver then finds it written (`run.ended_with`)."""
+    ended = copy.copy(run)
+    for name, value in fields.items():
+        setattr(ended, name, value)
+    if ended.status not in REPORTED_STATUSES:
+        return None
+    sql, params = upsert_after_end(_heartbeat_values(ended))
+    return EndCompanion(sql, params, reported_from)
+
+
 def _write_run_heartbeat(run: Run) -> Reported | None:
     if run.status not in REPORTED_STATUSES:
         return None
-    failed = run.status != RunStatus.SUCCEEDED
+    written = run.__dict__.get("ended_with")
+    if isinstance(written, Reported):  # with the end, in its statement
+        return written
     try:
-        values = {
-            "job_id": run.job_id,
-            "name": run.job.name,
-            "last_run_at": run.finished_at,
-            "last_started_at": run.started_at,
-            "last_status": run.status,
-            "last_result": (run.message or str(run.result or ""))[:2000],
-            "last_run_id": run.pk,
-            "deadline_s": run.job.heartbeat_deadline_s,
-            "last_success_at": None if failed else run.finished_at,
-            "failure_count": int(failed),
-            "consecutive_failures": int(failed),
-            "state": _state_after(run, paused=False, grace_s=None),  # a first report's
-            "paused": False,
-            "updated_at": timezone.now(),
-        }
+        values = _heartbeat_values(run)
         if connection.vendor in UPSERT_VENDORS:
             return upsert_heartbeat(values)
         return update_or_create_heartbeat(values)

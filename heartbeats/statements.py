@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from heartbeats.models import Heartbeat
+from scheduler_project.connections import statement_cursor
 
 
 class Reported(NamedTuple):
@@ -53,7 +54,10 @@ _INSERT_ONLY = ("state", "paused")
 
 
 @cache
-def _upsert_sql(vendor: str) -> str:
+def _upsert_sql(vendor: str, after_end: bool = False) -> str:
+    """The upsert; `after_end`: its values selected from the CTE `ended`
+    (runs.statements.cas_update_with, PostgreSQL), so it writes only when
+    the run's end was recorded."""
     del vendor  # cached per database vendor
     q = connection.ops.quote_name
     table = q(Heartbeat._meta.db_table)
@@ -79,11 +83,31 @@ def _upsert_sql(vendor: str) -> str:
         f"{col('last_started_at')} = COALESCE({new('last_started_at')}, {old('last_started_at')})",
     ]
     returning = ", ".join(col(f) for f in RETURNED_FIELDS)
+    if after_end:
+        typed = ", ".join(
+            f"CAST(%s AS {Heartbeat._meta.get_field(f).db_type(connection)})" for f in UPSERT_FIELDS
+        )
+        source = f"SELECT {typed}, 1 FROM ended"
+    else:
+        source = f"VALUES ({placeholders}, 1)"
     return (
-        f"INSERT INTO {table} ({names}, {col('run_count')}) VALUES ({placeholders}, 1)"
+        f"INSERT INTO {table} ({names}, {col('run_count')}) {source}"
         f" ON CONFLICT ({col('job_id')}) DO UPDATE SET {', '.join(updates)}"
         f" RETURNING {returning}"
     )
+
+
+def upsert_after_end(values: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The upsert of `values` as the statement that goes with a run's end
+    (runs.signals.EndCompanion): its SQL and parameters."""
+    return _upsert_sql(connection.vendor, after_end=True), _params(values)
+
+
+def _params(values: dict[str, Any]) -> list[Any]:
+    return [
+        Heartbeat._meta.get_field(name).get_db_prep_save(values[name], connection)
+        for name in UPSERT_FIELDS
+    ]
 
 
 def upsert_heartbeat(values: dict[str, Any]) -> Reported:
@@ -92,14 +116,10 @@ def upsert_heartbeat(values: dict[str, Any]) -> Reported:
     1 for a failure and 0 for a success; `state` and `paused` are a first
     report's (later reports leave them alone: the caller stores a changed
     state, an operator pauses)."""
-    params = [
-        Heartbeat._meta.get_field(name).get_db_prep_save(values[name], connection)
-        for name in UPSERT_FIELDS
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(_upsert_sql(connection.vendor), params)
+    with statement_cursor() as cursor:
+        cursor.execute(_upsert_sql(connection.vendor), _params(values))
         row = cursor.fetchone()
-    return _reported(row)
+    return reported_from(row)
 
 
 def update_or_create_heartbeat(values: dict[str, Any]) -> Reported:
@@ -132,9 +152,11 @@ def update_or_create_heartbeat(values: dict[str, Any]) -> Reported:
                 )
         except IntegrityError:  # another worker's first report was quicker
             Heartbeat.objects.filter(job_id=job_id).update(**changes, **counted)
-    return _reported(Heartbeat.objects.filter(job_id=job_id).values_list(*RETURNED_FIELDS).get())
+    return reported_from(
+        Heartbeat.objects.filter(job_id=job_id).values_list(*RETURNED_FIELDS).get()
+    )
 
 
-def _reported(row: Any) -> Reported:
+def reported_from(row: Any) -> Reported:
     pk, state, streak, after, paused, grace_s = row
     return Reported(pk, state, streak, after, bool(paused), grace_s)

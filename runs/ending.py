@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from django.db import DataError, IntegrityError, ProgrammingError, connection, transaction
 from django.db.models import F
 
 from jobs.core.rules import JobLimits
@@ -27,9 +28,9 @@ from runs.dependencies import has_dependents, start_dependents
 from runs.models import Run, RunStatus
 from runs.publish import publish_after_commit
 from runs.retries import retry_run
-from runs.services import atomic_if, waits_for_runs
-from runs.signals import run_finished
-from runs.statements import cas_update, insert_run
+from runs.services import waits_for_runs
+from runs.signals import end_companion, run_finished
+from runs.statements import cas_update, cas_update_with, insert_run
 from runs.variables import END_CODES, write_result
 
 log = logging.getLogger("takt.runs")
@@ -89,11 +90,80 @@ def finish_run(
     )
     child = not retried and is_child_run(run)
     together = waits_for_runs(run) or retry is not None or after is not None
-    with atomic_if(together or writes or dependents or child):
+    if not (together or writes or dependents or child):  # the common case
+        if not _end_alone(run, from_status=from_status, fields=fields):
+            return False
+    else:
+        if not _end_together(
+            run, from_status=from_status, fields=fields, after=after, retry=retry,
+            retried=retried, writes=writes, dependents=dependents, child=child, now=now,
+            status=status, result_code=result_code,
+        ):  # fmt: skip
+            return False
+    for name, value in fields.items():
+        setattr(run, name, value)
+    log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
+    try:
+        run_finished.send(sender=Run, run=run)
+    except Exception:
+        log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
+    return True
+
+
+def _end_alone(run: Run, *, from_status: str, fields: dict[str, Any]) -> bool:
+    """The end by compare-and-set, with the statement that goes with it
+    (runs.signals.end_companion: the heartbeat) in the same statement on
+    PostgreSQL outside a transaction: one round trip and one commit. If that
+    statement fails for a reason other than the connection, the end is
+    recorded alone (the receivers then write what they write)."""
+    provider = end_companion[0] if end_companion else None
+    companion = None
+    if (
+        provider is not None
+        and connection.vendor == "postgresql"
+        and not connection.in_atomic_block
+    ):
+        companion = provider(run, fields)
+    if companion is None:
+        return cas_update(run.pk, expected_status=from_status, changes=fields)
+    try:
+        row = cas_update_with(
+            run.pk, expected_status=from_status, changes=fields,
+            then=companion.sql, then_params=companion.params,
+        )  # fmt: skip
+    except (DataError, IntegrityError, ProgrammingError):
+        log.exception(
+            "run %s: the statement going with its end failed; recording the end alone", run.pk,
+            extra={"job_id": run.job_id, "run_id": run.pk},
+        )  # fmt: skip
+        return cas_update(run.pk, expected_status=from_status, changes=fields)
+    if row is None:
+        return False
+    run.ended_with = companion.parse(row)  # type: ignore[attr-defined]
+    return True
+
+
+def _end_together(
+    run: Run,
+    *,
+    from_status: str,
+    fields: dict[str, Any],
+    after: JobAfterRun | None,
+    retry: RetryPlan | None,
+    retried: bool,
+    writes: bool,
+    dependents: bool,
+    child: bool,
+    now: datetime,
+    status: str,
+    result_code: int | None,
+) -> bool:
+    """The end with what goes with it, in one transaction (see finish_run)."""
+    with transaction.atomic():
         if not cas_update(run.pk, expected_status=from_status, changes=fields):
             return False
         if waits_for_runs(run):
-            on_run_finished(run.job_id, started_at=started, finished_at=now)
+            on_run_finished(run.job_id, started_at=run.started_at, finished_at=now)
         if retried:
             insert_run(retry_run(run, retry, now=now))  # type: ignore[arg-type]
         elif retry is not None and retry.dropped:
@@ -110,13 +180,6 @@ def finish_run(
         if parent_end is not None:
             parent, parent_status, parent_message = parent_end
             finish_run(parent, status=parent_status, now=now, message=parent_message)
-    for name, value in fields.items():
-        setattr(run, name, value)
-    log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
-    try:
-        run_finished.send(sender=Run, run=run)
-    except Exception:
-        log.exception("a run_finished receiver failed for run %s", run.pk, extra=extra)
     return True
 
 

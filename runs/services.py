@@ -33,7 +33,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import admit, cancel_active_runs, revoke_after_commit
 from runs.publish import publish_after_commit
 from runs.queue import lock_file_present
-from runs.statements import cas_update, insert_run, job_activity
+from runs.statements import cas_update, insert_run, insert_run_if_idle, job_activity
 from runs.variables import check_condition
 
 log = logging.getLogger("takt.runs")
@@ -73,6 +73,12 @@ def create_run(
     while the queue is paused. `cause`: the run that started this one."""
     scheduled_for = scheduled_for or now
     decision = Decision(Admission.QUEUE)
+    if scheduled_for <= now and _admitted_when_idle(job):
+        run = _new_run(job, trigger, decision, now=now, scheduled_for=scheduled_for,
+                       params=params, priority=priority, dedupe_key=dedupe_key, cause=cause,
+                       source_trigger=source_trigger)  # fmt: skip
+        if insert_run_if_idle(run, now=now):  # the common case: one round trip
+            return run
     if scheduled_for <= now:
         running, waiting, paused, maintenance = job_activity(job.pk, now=now)
         allowed = allowed_in_maintenance(job)
@@ -107,21 +113,9 @@ def create_run(
             if unmet is not None:
                 decision = Decision(Admission.SKIP, unmet[0] % unmet[1])  # stored: English
     skipped = decision.admission is Admission.SKIP
-    run = Run(
-        job=job,
-        trigger=trigger,
-        status=RunStatus.SKIPPED if skipped else RunStatus.QUEUED,
-        held=decision.admission is Admission.HOLD,
-        priority=default_priority(job, trigger) if priority is None else priority,
-        params=job.params if params is None else params,
-        scheduled_for=scheduled_for,
-        enqueued_at=now,
-        finished_at=now if skipped else None,
-        message=f"skipped: {decision.reason}" if skipped else "",
-        dedupe_key=dedupe_key,
-        cause=cause,
-        source_trigger=source_trigger,
-    )
+    run = _new_run(job, trigger, decision, now=now, scheduled_for=scheduled_for, params=params,
+                   priority=priority, dedupe_key=dedupe_key, cause=cause,
+                   source_trigger=source_trigger)  # fmt: skip
     with transaction.atomic() if decision.admission is Admission.REPLACE else nullcontext():
         insert_run(run)
         if decision.admission is Admission.REPLACE:
@@ -139,6 +133,47 @@ def create_run(
             extra={"job_id": job.pk, "run_id": run.pk},
         )
     return run
+
+
+def _admitted_when_idle(job: Job) -> bool:
+    """Whether a run of `job` due now would be queued if the job had no
+    active run and the queue were open: then `insert_run_if_idle` decides it
+    in the INSERT itself. Not for a job with a condition (its variable is
+    read first) nor while the maintenance lock file exists."""
+    if job.condition_variable_id is not None or lock_file_present():
+        return False
+    return admit(job, running=0, waiting=0).admission is Admission.QUEUE
+
+
+def _new_run(
+    job: Job,
+    trigger: str,
+    decision: Decision,
+    *,
+    now: datetime,
+    scheduled_for: datetime,
+    params: dict[str, Any] | None,
+    priority: int | None,
+    dedupe_key: str,
+    cause: Run | None,
+    source_trigger: Trigger | None,
+) -> Run:
+    skipped = decision.admission is Admission.SKIP
+    return Run(
+        job=job,
+        trigger=trigger,
+        status=RunStatus.SKIPPED if skipped else RunStatus.QUEUED,
+        held=decision.admission is Admission.HOLD,
+        priority=default_priority(job, trigger) if priority is None else priority,
+        params=job.params if params is None else params,
+        scheduled_for=scheduled_for,
+        enqueued_at=now,
+        finished_at=now if skipped else None,
+        message=f"skipped: {decision.reason}" if skipped else "",
+        dedupe_key=dedupe_key,
+        cause=cause,
+        source_trigger=source_trigger,
+    )
 
 
 def _check_params(params: Any) -> dict[str, Any]:

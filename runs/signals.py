@@ -4,6 +4,9 @@ run is not affected."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 from django.dispatch import Signal
 
 # Sent after a run reached a final status; kwargs: run (a Run instance).
@@ -27,3 +30,23 @@ beat_ticked = Signal()
 # Sent when maintenance mode goes on or off (the switch or the lock file),
 # once, by the process that saw it first; kwargs: on, note, lock_file, now.
 maintenance_changed = Signal()
+
+
+class EndCompanion(NamedTuple):
+    """A statement that goes with a run's end in the same statement, on
+    PostgreSQL (runs/ending.py): `sql` reads the CTE `ended` (one row when
+    the end was recorded, none when its compare-and-set lost) and returns
+    one row; `parse` turns that row into what the run's `ended_with`
+    attribute then holds for the `run_finished` receivers."""
+
+    sql: str
+    params: list[Any]
+    parse: Callable[[Any], Any]
+
+
+# The provider of the statement that goes with a run's end: called with the
+# run and the fields its end sets; returns an EndCompanion or None (the end
+# goes alone, and `run_finished` receivers write what they write). One
+# provider: the heartbeat's upsert (heartbeats.receivers), which thus costs
+# no round trip and no commit of its own.
+end_companion: list[Callable[[Any, dict[str, Any]], EndCompanion | None]] = []

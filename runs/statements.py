@@ -24,6 +24,7 @@ from jobs.models import ConcurrencyGroup, Job, QueueState, Trigger
 from jobs.policies import TriggerKind
 from jobs.specs import RUN_ANCHORS
 from runs.models import Run, RunStatus
+from scheduler_project.connections import statement_cursor
 
 JOB_FIELDS = (
     "name",
@@ -145,7 +146,7 @@ def start_plain_run(run_id: int, *, worker: str, now: datetime) -> Run | None:
         return None
     at = Run._meta.get_field("started_at").get_db_prep_save(now, connection)
     params = [RunStatus.RUNNING, at, worker[:255], run_id, RunStatus.QUEUED]
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             _start_statement(connection.vendor), [*params, TriggerKind.INTERVAL, *RUN_ANCHORS]
         )
@@ -162,7 +163,7 @@ def load_run(run_id: int) -> Run | None:
     `waits_for_runs` (whether the job has triggers anchored on its runs), or
     None if no such run exists. Values pass through the fields'
     from_db_value, as the ORM would do."""
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(_statement(connection.vendor), [TriggerKind.INTERVAL, *RUN_ANCHORS, run_id])
         row = cursor.fetchone()
     if row is None:
@@ -213,6 +214,26 @@ def cas_update(run_id: int, *, expected_status: str, changes: dict[str, Any]) ->
     """UPDATE the run's `changes` (field name -> value) if its status is
     still `expected_status`; returns whether this call won. Values go
     through each field's get_db_prep_save, as the ORM does."""
+    sql, params = _cas_sql(run_id, expected_status, changes)
+    with statement_cursor() as cursor:
+        cursor.execute(sql, params)
+        return bool(cursor.rowcount == 1)
+
+
+def cas_update_with(
+    run_id: int, *, expected_status: str, changes: dict[str, Any], then: str, then_params: list[Any]
+) -> Any:
+    """`cas_update` and the statement `then` in one (PostgreSQL): the update
+    is the CTE `ended` (RETURNING one row when it won), which `then` reads.
+    Returns the row `then` returns, None when the compare-and-set lost
+    (then `then` wrote nothing, if it reads `ended` as it must)."""
+    update, params = _cas_sql(run_id, expected_status, changes)
+    with statement_cursor() as cursor:
+        cursor.execute(f"WITH ended AS ({update} RETURNING 1) {then}", [*params, *then_params])
+        return cursor.fetchone()
+
+
+def _cas_sql(run_id: int, expected_status: str, changes: dict[str, Any]) -> tuple[str, list[Any]]:
     assignments, params = [], []
     for name, value in changes.items():
         field = Run._meta.get_field(name)
@@ -222,9 +243,7 @@ def cas_update(run_id: int, *, expected_status: str, changes: dict[str, Any]) ->
         f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {', '.join(assignments)}"
         f" WHERE {_col(Run, 'id')} = %s AND {_col(Run, 'status')} = %s"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, run_id, expected_status])
-        return bool(cursor.rowcount == 1)
+    return sql, [*params, run_id, expected_status]
 
 
 def advance_triggers(rows: list[tuple[int, Any, Any, int, Any]]) -> int:
@@ -244,7 +263,7 @@ def advance_triggers(rows: list[tuple[int, Any, Any, int, Any]]) -> int:
         (prep(new, connection), missed, prep(fired, connection), pk, prep(old, connection))
         for pk, old, new, missed, fired in rows
     ]
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.executemany(sql, params)
         return int(cursor.rowcount)
 
@@ -271,7 +290,7 @@ def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool, bool]:
     in one round trip. A run queued for a later `run_at` is not counted."""
     at = Run._meta.get_field("scheduled_for").get_db_prep_save(now, connection)
     running, queued = RunStatus.RUNNING, RunStatus.QUEUED
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             _activity_statement(connection.vendor), [running, queued, at, job_id, running, queued]
         )
@@ -304,11 +323,54 @@ def insert_run(run: Run) -> Run:
         run.save(force_insert=True)
         return run
     params = [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _insert_fields()]
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(_insert_sql(connection.vendor), params)
         run.pk = cursor.fetchone()[0]
     run._state.adding, run._state.db = False, connection.alias
     return run
+
+
+@cache
+def _insert_if_idle_sql(vendor: str) -> str:
+    fields = _insert_fields()
+    if vendor == "postgresql":  # a parameter in a SELECT list has no type of its own
+        values = ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
+    else:
+        values = ", ".join(["%s"] * len(fields))
+    run_t = connection.ops.quote_name(Run._meta.db_table)
+    queue_t = connection.ops.quote_name(QueueState._meta.db_table)
+    status, scheduled_for = _col(Run, "status"), _col(Run, "scheduled_for")
+    return (
+        f"INSERT INTO {run_t} ({', '.join(connection.ops.quote_name(f.column) for f in fields)})"
+        f" SELECT {values}"
+        f" WHERE NOT EXISTS (SELECT 1 FROM {run_t} WHERE {_col(Run, 'job')} = %s"
+        f" AND ({status} = %s OR ({status} = %s AND {scheduled_for} <= %s)))"
+        f" AND NOT EXISTS (SELECT 1 FROM {queue_t} WHERE {_col(QueueState, 'id')} = 1"
+        f" AND ({_col(QueueState, 'paused')} OR {_col(QueueState, 'maintenance')}))"
+        f" RETURNING {_col(Run, 'id')}"
+    )
+
+
+def insert_run_if_idle(run: Run, *, now: datetime) -> bool:
+    """INSERT a new queued run due now in one statement, if its job has no
+    run running and none queued and due, and the queue is neither paused
+    nor in maintenance: what `job_activity` and then `insert_run` do for a
+    job that is idle, in one round trip instead of two. False (nothing
+    written) when any of it does not hold, or the database cannot return
+    the new id from an INSERT; the caller then takes that general path."""
+    if not connection.features.can_return_columns_from_insert:
+        return False
+    params = [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _insert_fields()]
+    at = Run._meta.get_field("scheduled_for").get_db_prep_save(now, connection)
+    params += [run.job_id, RunStatus.RUNNING, RunStatus.QUEUED, at]
+    with statement_cursor() as cursor:
+        cursor.execute(_insert_if_idle_sql(connection.vendor), params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    run.pk = row[0]
+    run._state.adding, run._state.db = False, connection.alias
+    return True
 
 
 def mark_published(run_ids: list[int], *, now: datetime, again: bool = False) -> None:
@@ -321,5 +383,5 @@ def mark_published(run_ids: list[int], *, now: datetime, again: bool = False) ->
         f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {_col(Run, 'published_at')} = %s"
         f" WHERE {_col(Run, 'id')} IN ({', '.join(['%s'] * len(run_ids))}){only_new}"
     )
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(sql, [at, *run_ids])

@@ -151,6 +151,7 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_COMMAND_KILL_GRACE_SECONDS": (5, _number(int, 1, 25)),
     "TAKT_SCRIPTS_ENABLED": (False, _bool),
     "TAKT_DB_OUTAGE_MAX_SECONDS": (300, _number(int, 1, DAY)),
+    "TAKT_DB_PREPARED_STATEMENTS": (True, _bool),
     "TAKT_OUTPUT_LIMIT_BYTES": (256 * 1024, _number(int, 1024, 64 * 1024 * 1024)),
     "TAKT_MAX_CONCURRENCY": (None, _number(int, 1, 100_000, none_below=True)),
     "TAKT_CLAIM_BATCH": (500, _number(int, 1, 100_000)),

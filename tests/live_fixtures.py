@@ -208,3 +208,6 @@ def _stop_what_the_test_started(request: pytest.FixtureRequest) -> Iterator[None
     yield
     for proc in started[before:]:
         proc.stop()
+        # Shown by pytest with a failed test's report only: what each
+        # process the test started said.
+        print(f"----- {proc.name} ({proc.log_path}) -----\n{proc.log()[-6000:]}")
