@@ -69,5 +69,55 @@ def main(n: int, top: int) -> None:
     print(f"\nruns: {dict(statuses)}")
 
 
+def dispatch(k: int, top: int) -> None:
+    """One beat tick with `k` runs due at once (table 2's case), in process."""
+    django.setup()
+    logging.disable(logging.WARNING)
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from benchmarks import seed
+    from jobs.models import Trigger
+    from runs.models import Run
+    from runs.tick import run_tick
+
+    ids = seed.add_due_jobs(k, parked_at=timezone.now() + timedelta(days=1))
+    run_tick(now=timezone.now())  # warm-up: nothing due yet
+    fire = timezone.now()
+    Trigger.objects.filter(pk__in=ids).update(next_run_at=fire)
+    side(f"beat: one tick with {k} runs due", k, top, lambda: run_tick(now=fire))
+    published = Run.objects.filter(published_at__isnull=False).count()
+    print(f"\nruns recorded {Run.objects.count()}, published {published}")
+
+
+def idle(jobs: int, top: int, ticks: int = 500) -> None:
+    """`ticks` idle beat ticks (table 1's case) with `jobs` idle jobs: the
+    scheduler's own tick as celery beat calls it, in process."""
+    django.setup()
+    logging.disable(logging.WARNING)
+    from django.utils import timezone
+
+    from benchmarks import seed
+    from runs.beat import TaktScheduler
+    from scheduler_project.celery import app
+
+    seed.grow_idle_takt(jobs, timezone.now())
+    scheduler = TaktScheduler(app=app, lazy=True)
+    for _ in range(20):  # warm-up: connection, caches, prepared statements
+        scheduler.tick()
+
+    def loop() -> None:
+        for _ in range(ticks):
+            scheduler.tick()
+
+    side(f"beat: {ticks} idle ticks with {jobs} jobs (per tick)", ticks, top, loop)
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    if sys.argv[1] == "dispatch":
+        dispatch(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "idle":
+        idle(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        main(int(sys.argv[1]), int(sys.argv[2]))

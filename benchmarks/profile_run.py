@@ -34,10 +34,21 @@ def main() -> None:
     parser.add_argument("--pg-url", default=infra.DEFAULT_PG_URL)
     parser.add_argument("-n", type=int, default=300, help="runs per side (default 300)")
     parser.add_argument("--top", type=int, default=30, help="functions listed (default 30)")
+    parser.add_argument(
+        "--dispatch", type=int, metavar="K",
+        help="instead: one beat tick with K runs due at once (the beat's side of table 2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--idle", type=int, metavar="N",
+        help="instead: 500 idle beat ticks with N idle jobs (table 1's case)",
+    )  # fmt: skip
     args = parser.parse_args()
     with infra.private_stack(args.db, args.pg_url) as (_work, env):
         subprocess.run(
-            [sys.executable, "-m", "benchmarks.profile_inner", str(args.n), str(args.top)],
+            [sys.executable, "-m", "benchmarks.profile_inner",
+             *(["dispatch", str(args.dispatch)] if args.dispatch
+               else ["idle", str(args.idle)] if args.idle else [str(args.n)]),
+             str(args.top)],
             cwd=infra.ROOT, env=env, check=True, timeout=1800,
         )  # fmt: skip
 

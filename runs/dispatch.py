@@ -45,7 +45,7 @@ from runs.core.start import condition_met, condition_text
 from runs.decisions import Decision, record
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit, cancel_active_runs, revoke_after_commit
-from runs.statements import advance_triggers
+from runs.statements import advance_triggers, insert_runs
 from runs.variables import job_condition
 
 log = logging.getLogger("takt.dispatch")
@@ -382,7 +382,7 @@ def _claim_in_bulk(
             runs += _runs_for(trigger, claim, now=now, load=load)
         try:
             with transaction.atomic():
-                Run.objects.bulk_create(runs)
+                insert_runs(runs)
         except IntegrityError:
             raise _RowByRow from None
         for run in runs:

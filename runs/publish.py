@@ -74,18 +74,27 @@ def publish_runs(
     if amqp:  # RabbitMQ: Takt's queue is declared with x-max-priority (runs/broker.py)
         declare_priorities(app)
     routes: dict[str, str] = {}
+    declared: set[str] = set()
     with app.producer_or_acquire() as producer, _batch(producer, len(in_hand)):
         for run in in_hand:
+            queue = queue_of(run.job, routes)
             app.send_task(
                 EXECUTE_RUN_TASK,
                 args=[run.pk],
                 task_id=task_id_for(run.pk),
-                queue=queue_of(run.job, routes),
+                queue=queue,
                 priority=message_priority(run.priority, amqp=amqp),
                 **_time_limits(run.job),
                 producer=producer,
                 ignore_result=True,
+                # What Celery would compute for every message (saferepr of
+                # the arguments), and the queue's declaration, which the
+                # first message of the batch to each queue has made.
+                argsrepr=f"[{run.pk}]",
+                kwargsrepr="{}",
+                **({"declare": []} if queue in declared else {}),
             )
+            declared.add(queue)
             sent.append(run.pk)
     try:
         mark_sent(

@@ -330,6 +330,37 @@ def insert_run(run: Run) -> Run:
     return run
 
 
+INSERT_ROWS = 500  # runs per multi-row INSERT (22 parameters each)
+
+
+def insert_runs(runs: list[Run]) -> list[Run]:
+    """INSERT new (unsaved) runs, INSERT_ROWS to a statement, and set their
+    ids, as ``Run.objects.bulk_create(runs)`` does, without the ORM's insert
+    compiler (most of the beat's time per run at 10,000 due at once). Raises
+    IntegrityError as it would (the unique fire-time key)."""
+    if not connection.features.can_return_rows_from_bulk_insert:
+        return Run.objects.bulk_create(runs)
+    fields = _insert_fields()
+    row = f"({', '.join(['%s'] * len(fields))})"
+    for start in range(0, len(runs), INSERT_ROWS):
+        chunk = runs[start : start + INSERT_ROWS]
+        params = [
+            f.get_db_prep_save(f.pre_save(run, True), connection) for run in chunk for f in fields
+        ]
+        sql = (
+            f"INSERT INTO {connection.ops.quote_name(Run._meta.db_table)}"
+            f" ({', '.join(connection.ops.quote_name(f.column) for f in fields)})"
+            f" VALUES {', '.join([row] * len(chunk))} RETURNING {_col(Run, 'id')}"
+        )
+        with statement_cursor(prepared=False) as cursor:
+            cursor.execute(sql, params)
+            ids = [r[0] for r in cursor.fetchall()]
+        for run, pk in zip(chunk, ids, strict=True):
+            run.pk = pk
+            run._state.adding, run._state.db = False, connection.alias
+    return runs
+
+
 @cache
 def _insert_if_idle_sql(vendor: str) -> str:
     fields = _insert_fields()
@@ -383,5 +414,5 @@ def mark_published(run_ids: list[int], *, now: datetime, again: bool = False) ->
         f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {_col(Run, 'published_at')} = %s"
         f" WHERE {_col(Run, 'id')} IN ({', '.join(['%s'] * len(run_ids))}){only_new}"
     )
-    with statement_cursor() as cursor:
+    with statement_cursor(prepared=len(run_ids) == 1) as cursor:
         cursor.execute(sql, [at, *run_ids])

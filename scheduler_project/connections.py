@@ -40,7 +40,7 @@ class ConnectionReuse:
             self._last_end = time.monotonic()
 
 
-def statement_cursor() -> Any:
+def statement_cursor(prepared: bool = True) -> Any:
     """A cursor for Takt's own statements on the hot path (runs/statements.py,
     heartbeats/statements.py): `with statement_cursor() as cursor:`, like
     `connection.cursor()`, with Django's health check, error wrapping and
@@ -54,11 +54,14 @@ def statement_cursor() -> Any:
     pooler that does not keep prepared statements (PgBouncer in transaction
     mode before 1.21) needs TAKT_DB_PREPARED_STATEMENTS=false: the
     statements are then sent as Django sends its own. Other databases get
-    `connection.cursor()`."""
+    `connection.cursor()`. `prepared=False`: parameters bound on the
+    server, the statement not prepared (for a statement whose text varies,
+    such as a multi-row INSERT: preparing each shape would cost a round
+    trip and a slot in the connection's cache of 100)."""
     if connection.vendor != "postgresql" or not settings.TAKT_DB_PREPARED_STATEMENTS:
         return connection.cursor()
-    prepared = _prepared_cursor_class()
-    if prepared is None:  # psycopg 2
+    cursor_class = _prepared_cursor_class()
+    if cursor_class is None:  # psycopg 2
         return connection.cursor()
     connection.close_if_health_check_failed()
     connection.ensure_connection()
@@ -67,7 +70,8 @@ def statement_cursor() -> Any:
             # Django turns preparing off (for poolers): on again, for the
             # statements that ask for it only (Django's own cursors never do).
             connection.connection.prepare_threshold = ONLY_WHEN_ASKED
-        raw = prepared(connection.connection)
+        raw = cursor_class(connection.connection)
+        raw.prepare_default = True if prepared else None
         _match_time_zone(raw)
         return connection._prepare_cursor(raw)
 
@@ -82,8 +86,10 @@ def _prepared_cursor_class() -> Any:
     from psycopg.pq import TransactionStatus
 
     class PreparedCursor(base.ServerBindingCursor):  # type: ignore[misc,name-defined]
+        prepare_default: bool | None = True
+
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            kwargs.setdefault("prepare", True)
+            kwargs.setdefault("prepare", self.prepare_default)
             try:
                 result = super().execute(query, params, **kwargs)
             except FeatureNotSupported as exc:
