@@ -3,6 +3,10 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+# The admin modules of every app (settings: SimpleAdminConfig, so that only
+# the web process, which loads this URLconf, imports them).
+admin.autodiscover()
+
 # This project is Takt's own: its admin says so (a project that embeds Takt keeps its own).
 admin.site.site_header = "Takt"
 admin.site.site_title = "Takt"

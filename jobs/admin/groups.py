@@ -25,8 +25,8 @@ from redis import RedisError
 
 from jobs.admin.coordination import group_html, jobs_in_group_url
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
-from jobs.templatetags.takt import JS_CATALOG
 from jobs.variables import PENDING, ResultCode
 from runs.models import Run, RunStatus, WaitingFor
 from runs.slots import exclusive_key, group_key, slot_holders

@@ -58,9 +58,9 @@ from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
-from jobs.templatetags.takt import JS_CATALOG
 from jobs.validation import watch_warnings
 from runs.connectivity import redis_unreachable_message
 from runs.models import Run, RunTrigger

@@ -21,8 +21,8 @@ from redis import RedisError
 
 from heartbeats.queue_status import queue_status  # the admin is glue over all three apps
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import QueueState
-from jobs.templatetags.takt import JS_CATALOG
 from runs import queue
 from runs.connectivity import redis_unreachable_message
 

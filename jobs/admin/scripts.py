@@ -33,6 +33,7 @@ from django_ace import AceWidget
 from jobs.admin.panels import titled
 from jobs.core.cron import TriggerError
 from jobs.core.script import check_script
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.policies import JobKind
 from jobs.scripts import (
@@ -42,7 +43,6 @@ from jobs.scripts import (
     stored_script,
     touches_scripts,
 )
-from jobs.templatetags.takt import JS_CATALOG
 
 SCRIPT_JS = "jobs/script_editor.js"
 

@@ -24,9 +24,9 @@ from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
 from jobs.core import triggers as core
 from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.i18n import error_text
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import HolidayCalendar, Job, Trigger
 from jobs.policies import ALL_WEEKDAYS, TriggerKind
-from jobs.templatetags.takt import JS_CATALOG
 
 PREVIEW_COUNT = 5
 

@@ -11,45 +11,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django import forms, template
-from django.urls import NoReverseMatch, reverse
+from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs.admin import display
+from jobs.js_catalog import JS_CATALOG, js_catalog_url
+
+__all__ = ["JS_CATALOG", "register"]  # JS_CATALOG: as before, for an admin class's Media
 
 register = template.Library()
-
-# jobs/urls.py's JavaScript catalogue (Django's JavaScriptCatalog, domain djangojs).
-JS_CATALOG_URL_NAME = "takt-jsi18n"
-
-
-def js_catalog_url() -> str:
-    """The address of the catalogue of Takt's script texts; "" where the
-    project did not include jobs.urls (the scripts then speak English)."""
-    try:
-        return reverse(JS_CATALOG_URL_NAME)
-    except NoReverseMatch:
-        return ""
-
-
-class CatalogScript(forms.Script):
-    """The catalogue as a Media script: its address is looked up when the
-    page is drawn (no script tag where there is none)."""
-
-    def __init__(self) -> None:
-        super().__init__(JS_CATALOG_URL_NAME)
-
-    @property
-    def path(self) -> str:
-        return js_catalog_url()
-
-    def __str__(self) -> str:
-        return super().__str__() if self.path else ""
-
-
-# For an admin class's Media: js = (JS_CATALOG, *ADMIN_JS).
-JS_CATALOG = CatalogScript()
 
 
 @register.simple_tag

@@ -33,8 +33,8 @@ from jobs.admin.display import (
     times_in_text,
 )
 from jobs.errors import TaktError
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
-from jobs.templatetags.takt import JS_CATALOG
 from runs.admin.badges import status_badge
 from runs.admin.caused import cause_html, caused_panels, waiting_html, waiting_text
 from runs.admin.filters import (
