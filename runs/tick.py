@@ -19,11 +19,13 @@ from jobs.services import resume_due_jobs
 from runs.decisions import record
 from runs.delivery import resend_lost_messages
 from runs.dispatch import claim_due_runs
+from runs.models import Run, RunStatus
 from runs.outbox import sweep_unpublished
 from runs.publish import publish_runs
 from runs.queue import lock_file_present, mirror, resume_queue_if_due
 from runs.recovery import check_lost_runs
 from runs.signals import catchup_capped
+from scheduler_project.connections import statement_cursor
 
 log = logging.getLogger("takt.beat")
 
@@ -34,7 +36,7 @@ def run_tick(*, now: datetime) -> float:
     # One statement first: the next fire time from the partial index and the
     # queue switch. An idle tick takes no lock and opens no transaction (on
     # SQLite, no write lock every poll).
-    nxt, paused, maintenance = next_fire_and_pause()
+    nxt, paused, maintenance, unpublished = probe(now=now)
     maintenance = maintenance or lock_file_present()
     _mirror_pause(paused, maintenance)
     waiting_jobs = _check_lost_runs(now=now)
@@ -51,7 +53,9 @@ def run_tick(*, now: datetime) -> float:
         wait = seconds_until_next_fire(now=timezone.now())
         if waiting_jobs:  # their fire times stay due: look again at the next poll
             wait = max(wait, float(settings.TAKT_POLL_SECONDS))
-    sweep_unpublished(now=now)
+        unpublished = True  # the claim may have left some: the sweep looks
+    if unpublished:  # an idle tick with an empty outbox: nothing more to ask
+        sweep_unpublished(now=now)
     _resume_due_jobs(now=now)
     _resend_lost_messages(now=now)
     return wait
@@ -178,31 +182,41 @@ def _probe_sql(vendor: str) -> str:
     del vendor  # one cached statement per database vendor
     q = connection.ops.quote_name
     trig, queue = q(Trigger._meta.db_table), q(QueueState._meta.db_table)
+    run = q(Run._meta.db_table)
     next_col, active_col = (q(Trigger._meta.get_field(f).column) for f in ("next_run_at", "active"))
     paused_col, maint_col, pk_col = (
         q(QueueState._meta.get_field(f).column) for f in ("paused", "maintenance", "id")
     )
-    # The bare column, not `= %s`: SQLite uses a partial index only when the
-    # query states its condition literally (a bound parameter makes it scan).
+    status, published, scheduled = (
+        q(Run._meta.get_field(f).column) for f in ("status", "published_at", "scheduled_for")
+    )
+    # Bare columns and literals, not `= %s`: SQLite uses a partial index only
+    # when the query states its condition literally (a bound parameter makes
+    # it scan).
     return (
         f"SELECT (SELECT MIN({next_col}) FROM {trig} WHERE {active_col}),"
         f" (SELECT {paused_col} FROM {queue} WHERE {pk_col} = 1),"
-        f" (SELECT {maint_col} FROM {queue} WHERE {pk_col} = 1)"
+        f" (SELECT {maint_col} FROM {queue} WHERE {pk_col} = 1),"
+        f" EXISTS (SELECT 1 FROM {run} WHERE {status} = '{RunStatus.QUEUED}'"
+        f" AND {published} IS NULL AND {scheduled} <= %s)"
     )
 
 
-def next_fire_and_pause() -> tuple[datetime | None, bool, bool]:
-    """The earliest next_run_at of an active trigger, whether the queue is
-    paused, and whether maintenance mode is switched on, in one round trip."""
-    with connection.cursor() as cursor:
-        cursor.execute(_probe_sql(connection.vendor))
-        raw_next, raw_paused, raw_maintenance = cursor.fetchone()
+def probe(*, now: datetime) -> tuple[datetime | None, bool, bool, bool]:
+    """In one round trip: the earliest next_run_at of an active trigger,
+    whether the queue is paused, whether maintenance mode is switched on,
+    and whether the outbox holds a queued run due by `now` that was never
+    sent (runs/outbox.py; its partial index answers)."""
+    at = Run._meta.get_field("scheduled_for").get_db_prep_save(now, connection)
+    with statement_cursor() as cursor:
+        cursor.execute(_probe_sql(connection.vendor), [at])
+        raw_next, raw_paused, raw_maintenance, raw_unpublished = cursor.fetchone()
     field = Trigger._meta.get_field("next_run_at")
     expression = field.get_col(Trigger._meta.db_table)
     value = raw_next
     for converter in connection.ops.get_db_converters(expression):
         value = converter(value, expression, connection)
-    return value, bool(raw_paused), bool(raw_maintenance)
+    return value, bool(raw_paused), bool(raw_maintenance), bool(raw_unpublished)
 
 
 _mirrored_at = float("-inf")
