@@ -97,7 +97,7 @@ def heartbeat_with_end(run: Run, fields: dict[str, Any]) -> EndCompanion | None:
 def _write_run_heartbeat(run: Run) -> Reported | None:
     if run.status not in REPORTED_STATUSES:
         return None
-    written = run.__dict__.get("ended_with")
+    written = getattr(run, "ended_with", None)
     if isinstance(written, Reported):  # with the end, in its statement
         return written
     try:

@@ -93,13 +93,28 @@ def finish_run(
     if not (together or writes or dependents or child):  # the common case
         if not _end_alone(run, from_status=from_status, fields=fields):
             return False
-    else:
-        if not _end_together(
-            run, from_status=from_status, fields=fields, after=after, retry=retry,
-            retried=retried, writes=writes, dependents=dependents, child=child, now=now,
-            status=status, result_code=result_code,
-        ):  # fmt: skip
-            return False
+    else:  # the end with what goes with it, in one transaction
+        with transaction.atomic():
+            if not cas_update(run.pk, expected_status=from_status, changes=fields):
+                return False
+            if waits_for_runs(run):
+                on_run_finished(run.job_id, started_at=run.started_at, finished_at=now)
+            if retried:
+                insert_run(retry_run(run, retry, now=now))  # type: ignore[arg-type]
+            elif retry is not None and retry.dropped:
+                Job.objects.filter(pk=run.job_id).update(dropped_retries=F("dropped_retries") + 1)
+            if after is not None:
+                _apply_job_after_run(run.job_id, after, now=now)
+            if writes:
+                write_result(run, result_code, now=now)  # type: ignore[arg-type]
+            started_runs = start_dependents(run, status, now=now) if dependents else []
+            parent_end = advance_parent(run, now=now, started=started_runs) if child else None
+            to_send = [r for r in started_runs if r.status == RunStatus.QUEUED and not r.held]
+            if to_send:
+                publish_after_commit(to_send)
+            if parent_end is not None:
+                parent, parent_status, parent_message = parent_end
+                finish_run(parent, status=parent_status, now=now, message=parent_message)
     for name, value in fields.items():
         setattr(run, name, value)
     log.info("run %s of job %s ended %s", run.pk, run.job_id, status, extra=extra)
@@ -140,46 +155,6 @@ def _end_alone(run: Run, *, from_status: str, fields: dict[str, Any]) -> bool:
     if row is None:
         return False
     run.ended_with = companion.parse(row)  # type: ignore[attr-defined]
-    return True
-
-
-def _end_together(
-    run: Run,
-    *,
-    from_status: str,
-    fields: dict[str, Any],
-    after: JobAfterRun | None,
-    retry: RetryPlan | None,
-    retried: bool,
-    writes: bool,
-    dependents: bool,
-    child: bool,
-    now: datetime,
-    status: str,
-    result_code: int | None,
-) -> bool:
-    """The end with what goes with it, in one transaction (see finish_run)."""
-    with transaction.atomic():
-        if not cas_update(run.pk, expected_status=from_status, changes=fields):
-            return False
-        if waits_for_runs(run):
-            on_run_finished(run.job_id, started_at=run.started_at, finished_at=now)
-        if retried:
-            insert_run(retry_run(run, retry, now=now))  # type: ignore[arg-type]
-        elif retry is not None and retry.dropped:
-            Job.objects.filter(pk=run.job_id).update(dropped_retries=F("dropped_retries") + 1)
-        if after is not None:
-            _apply_job_after_run(run.job_id, after, now=now)
-        if writes:
-            write_result(run, result_code, now=now)  # type: ignore[arg-type]
-        started_runs = start_dependents(run, status, now=now) if dependents else []
-        parent_end = advance_parent(run, now=now, started=started_runs) if child else None
-        to_send = [r for r in started_runs if r.status == RunStatus.QUEUED and not r.held]
-        if to_send:
-            publish_after_commit(to_send)
-        if parent_end is not None:
-            parent, parent_status, parent_message = parent_end
-            finish_run(parent, status=parent_status, now=now, message=parent_message)
     return True
 
 

@@ -303,15 +303,28 @@ def _insert_fields() -> list[Any]:
 
 
 @cache
-def _insert_sql(vendor: str) -> str:
+def _insert_into(vendor: str) -> str:
+    """`INSERT INTO <the run table> (<every column but the id>)`."""
     del vendor  # one cached statement per database vendor
-    fields = _insert_fields()
-    return (
-        f"INSERT INTO {connection.ops.quote_name(Run._meta.db_table)}"
-        f" ({', '.join(connection.ops.quote_name(f.column) for f in fields)})"
-        f" VALUES ({', '.join(['%s'] * len(fields))})"
-        f" RETURNING {_col(Run, 'id')}"
-    )
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in _insert_fields())
+    return f"INSERT INTO {connection.ops.quote_name(Run._meta.db_table)} ({columns})"
+
+
+@cache
+def _row(vendor: str) -> str:
+    """One run's placeholders, `(%s, %s, …)`."""
+    del vendor  # one cached statement per database vendor
+    return f"({', '.join(['%s'] * len(_insert_fields()))})"
+
+
+def _insert_params(run: Run) -> list[Any]:
+    """A new run's values, as the ORM prepares them for an INSERT."""
+    return [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _insert_fields()]
+
+
+def _inserted(run: Run, pk: int) -> None:
+    run.pk = pk
+    run._state.adding, run._state.db = False, connection.alias
 
 
 def insert_run(run: Run) -> Run:
@@ -322,11 +335,13 @@ def insert_run(run: Run) -> Run:
     if not connection.features.can_return_columns_from_insert:
         run.save(force_insert=True)
         return run
-    params = [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _insert_fields()]
+    vendor = connection.vendor
     with statement_cursor() as cursor:
-        cursor.execute(_insert_sql(connection.vendor), params)
-        run.pk = cursor.fetchone()[0]
-    run._state.adding, run._state.db = False, connection.alias
+        cursor.execute(
+            f"{_insert_into(vendor)} VALUES {_row(vendor)} RETURNING {_col(Run, 'id')}",
+            _insert_params(run),
+        )
+        _inserted(run, cursor.fetchone()[0])
     return run
 
 
@@ -340,40 +355,32 @@ def insert_runs(runs: list[Run]) -> list[Run]:
     IntegrityError as it would (the unique fire-time key)."""
     if not connection.features.can_return_rows_from_bulk_insert:
         return Run.objects.bulk_create(runs)
-    fields = _insert_fields()
-    row = f"({', '.join(['%s'] * len(fields))})"
+    vendor = connection.vendor
     for start in range(0, len(runs), INSERT_ROWS):
         chunk = runs[start : start + INSERT_ROWS]
-        params = [
-            f.get_db_prep_save(f.pre_save(run, True), connection) for run in chunk for f in fields
-        ]
-        sql = (
-            f"INSERT INTO {connection.ops.quote_name(Run._meta.db_table)}"
-            f" ({', '.join(connection.ops.quote_name(f.column) for f in fields)})"
-            f" VALUES {', '.join([row] * len(chunk))} RETURNING {_col(Run, 'id')}"
-        )
+        rows = ", ".join([_row(vendor)] * len(chunk))
         with statement_cursor(prepared=False) as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(
+                f"{_insert_into(vendor)} VALUES {rows} RETURNING {_col(Run, 'id')}",
+                [value for run in chunk for value in _insert_params(run)],
+            )
             ids = [r[0] for r in cursor.fetchall()]
         for run, pk in zip(chunk, ids, strict=True):
-            run.pk = pk
-            run._state.adding, run._state.db = False, connection.alias
+            _inserted(run, pk)
     return runs
 
 
 @cache
 def _insert_if_idle_sql(vendor: str) -> str:
-    fields = _insert_fields()
     if vendor == "postgresql":  # a parameter in a SELECT list has no type of its own
-        values = ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
+        values = ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in _insert_fields())
     else:
-        values = ", ".join(["%s"] * len(fields))
+        values = _row(vendor)[1:-1]
     run_t = connection.ops.quote_name(Run._meta.db_table)
     queue_t = connection.ops.quote_name(QueueState._meta.db_table)
     status, scheduled_for = _col(Run, "status"), _col(Run, "scheduled_for")
     return (
-        f"INSERT INTO {run_t} ({', '.join(connection.ops.quote_name(f.column) for f in fields)})"
-        f" SELECT {values}"
+        f"{_insert_into(vendor)} SELECT {values}"
         f" WHERE NOT EXISTS (SELECT 1 FROM {run_t} WHERE {_col(Run, 'job')} = %s"
         f" AND ({status} = %s OR ({status} = %s AND {scheduled_for} <= %s)))"
         f" AND NOT EXISTS (SELECT 1 FROM {queue_t} WHERE {_col(QueueState, 'id')} = 1"
@@ -391,16 +398,14 @@ def insert_run_if_idle(run: Run, *, now: datetime) -> bool:
     the new id from an INSERT; the caller then takes that general path."""
     if not connection.features.can_return_columns_from_insert:
         return False
-    params = [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _insert_fields()]
     at = Run._meta.get_field("scheduled_for").get_db_prep_save(now, connection)
-    params += [run.job_id, RunStatus.RUNNING, RunStatus.QUEUED, at]
+    params = [*_insert_params(run), run.job_id, RunStatus.RUNNING, RunStatus.QUEUED, at]
     with statement_cursor() as cursor:
         cursor.execute(_insert_if_idle_sql(connection.vendor), params)
         row = cursor.fetchone()
     if row is None:
         return False
-    run.pk = row[0]
-    run._state.adding, run._state.db = False, connection.alias
+    _inserted(run, row[0])
     return True
 
 

@@ -3,8 +3,8 @@
 ``{{ run|takt_run_duration }}`` ("unknown" for a lost run),
 ``{{ run.status|takt_status }}``, ``{{ heartbeat.state|takt_state }}``
 (see jobs/admin/display.py); ``{% takt_js_catalog %}`` loads the texts of
-Takt's scripts in the reader's language (``JS_CATALOG``, for an admin
-class's Media)."""
+Takt's scripts in the reader's language (an admin class's Media takes
+jobs/js_catalog.py's ``JS_CATALOG``)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs.admin import display
-from jobs.js_catalog import JS_CATALOG, js_catalog_url
-
-__all__ = ["JS_CATALOG", "register"]  # JS_CATALOG: as before, for an admin class's Media
+from jobs.js_catalog import js_catalog_url
 
 register = template.Library()
 
