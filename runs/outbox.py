@@ -21,7 +21,7 @@ from runs.waiting import release_waiting
 log = logging.getLogger("takt.publish")
 
 
-def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
+def sweep_unpublished(*, now: datetime, limit: int = 1000, known: bool = False) -> int:
     """Publish queued runs that were never marked as sent: runs deferred to
     a `run_at` that has come, and runs whose publisher died after recording
     them (older than TAKT_REPUBLISH_AFTER_SECONDS), and retries once due
@@ -31,11 +31,12 @@ def sweep_unpublished(*, now: datetime, limit: int = 1000) -> int:
     a slot whose slot is free are (runs.waiting.release_waiting; a Redis
     error there is logged and the sweep goes on). Uses the partial indexes
     `run_unpublished_idx` and `run_held_idx`, so it costs nothing when the
-    outbox is empty."""
+    outbox is empty. `known`: the caller has just seen such a run (the
+    beat's probe, runs/tick.py), so the sweep does not ask again."""
     waiting = Run.objects.filter(
         status=RunStatus.QUEUED, published_at__isnull=True, scheduled_for__lte=now
     )
-    if not waiting.exists():  # one index probe: held runs are unpublished too
+    if not known and not waiting.exists():  # one index probe: held runs are unpublished too
         return 0
     release_stranded(now=now)
     try:

@@ -33,9 +33,10 @@ log = logging.getLogger("takt.beat")
 def run_tick(*, now: datetime) -> float:
     """Dispatch everything due at `now`, publish it, sweep the outbox.
     Returns the seconds until the next known fire time (for the sleep)."""
-    # One statement first: the next fire time from the partial index and the
-    # queue switch. An idle tick takes no lock and opens no transaction (on
-    # SQLite, no write lock every poll).
+    # One statement first: the next fire time from the partial index, the
+    # queue switches and whether the outbox holds a due run never sent. An
+    # idle tick takes no lock, opens no transaction (on SQLite, no write lock
+    # every poll) and asks nothing more.
     nxt, paused, maintenance, unpublished = probe(now=now)
     maintenance = maintenance or lock_file_present()
     _mirror_pause(paused, maintenance)
@@ -46,16 +47,17 @@ def run_tick(*, now: datetime) -> float:
             _claim_allowed_while_paused(now=now, maintenance=maintenance)
         _resume_due_jobs(now=now)  # a pause with an end resumes by itself
         return float(settings.TAKT_POLL_SECONDS)
+    claimed = False
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
         wait = float(settings.TAKT_POLL_SECONDS)
     elif wait <= 0:
         _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs)
+        claimed = True
         wait = seconds_until_next_fire(now=timezone.now())
         if waiting_jobs:  # their fire times stay due: look again at the next poll
             wait = max(wait, float(settings.TAKT_POLL_SECONDS))
-        unpublished = True  # the claim may have left some: the sweep looks
-    if unpublished:  # an idle tick with an empty outbox: nothing more to ask
-        sweep_unpublished(now=now)
+    if unpublished or claimed:  # the claim may have left some: the sweep looks
+        sweep_unpublished(now=now, known=unpublished)
     _resume_due_jobs(now=now)
     _resend_lost_messages(now=now)
     return wait
