@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from functools import cache
 
 from django.conf import settings
@@ -69,13 +70,16 @@ def _claim(
     maintenance: bool,
     only_targets: list[str] | None = None,
     defer_jobs: frozenset[int] = frozenset(),
+    clock: Callable[[], float] = time.monotonic,
 ) -> None:
     """Claim due triggers in batches until none is left, publish their
-    runs; the triggers of `defer_jobs` stay due."""
+    runs; the triggers of `defer_jobs` stay due. `clock` measures how long
+    the tick has been claiming (see _batch_time)."""
     batch = settings.TAKT_CLAIM_BATCH
+    started = clock()
     while True:
         claimed = claim_due_runs(
-            now=now,
+            now=_batch_time(now, clock() - started),
             limit=batch,
             maintenance=maintenance,
             only_targets=only_targets,
@@ -94,6 +98,22 @@ def _claim(
             )
         if claimed.claimed + claimed.lost_races < batch:
             return
+
+
+# A batch claimed this long after the tick began is recorded at its own time.
+BATCH_CLOCK_AFTER_S = 1.0
+
+
+def _batch_time(now: datetime, elapsed: float) -> datetime:
+    """The time a batch is claimed and recorded at: the tick's `now`, or,
+    once the tick has run for BATCH_CLOCK_AFTER_S, `now` plus the time it
+    took. A tick with thousands due takes seconds; were its last batches
+    recorded at the tick's start, they could look older than
+    TAKT_REPUBLISH_AFTER_SECONDS in the moment between their commit and
+    their published mark, and another beat's outbox sweep would take them
+    for lost and send them a second time (seen with two beats and 20,000
+    due at once, benchmarks/capacity.py)."""
+    return now + timedelta(seconds=elapsed) if elapsed >= BATCH_CLOCK_AFTER_S else now
 
 
 _allowed_at = float("-inf")

@@ -7,8 +7,9 @@ import pytest
 import time_machine
 
 from runs.models import Run, RunStatus, RunTrigger
+from runs.outbox import sweep_unpublished
 from runs.services import create_run
-from runs.tick import run_tick
+from runs.tick import _claim, run_tick
 from tests.integration.conftest import SECOND, broker_task_ids, hourly, make_job, utc
 
 pytestmark = pytest.mark.django_db
@@ -30,6 +31,39 @@ def test_a_tick_claims_every_due_trigger_in_batches_and_publishes_them(settings,
     assert {r.published_at for r in runs} == {T0 + 10 * SECOND}
     assert sorted(broker_task_ids(redis_client)) == sorted(r.task_id for r in runs)
     assert sleep_s == 3600 - 10  # until 11:00 Berlin, from the clock after the tick
+
+
+def test_a_batch_claimed_late_in_a_long_tick_is_not_taken_for_lost_by_another_beat(
+    settings, redis_client
+):
+    """Seen with two beats and 20,000 due at once: a tick that claims for
+    seconds recorded every batch at its start, so another beat's outbox
+    sweep took the last batch, committed but not yet marked sent, for lost
+    (older than TAKT_REPUBLISH_AFTER_SECONDS) and sent it a second time.
+    Each batch is recorded at the time it is claimed."""
+    settings.TAKT_CLAIM_BATCH = 2
+    settings.TAKT_REPUBLISH_AFTER_SECONDS = 15
+    for i in range(5):
+        hourly(make_job(f"job {i}"), created_at=CREATED)
+    tick_clock = iter([0.0, 0.0, 8.0, 16.0])  # at the start, then before each batch
+
+    with time_machine.travel(T0 + 16 * SECOND, tick=False):
+        _claim(now=T0, maintenance=False, clock=lambda: next(tick_clock))
+
+    runs = list(Run.objects.order_by("pk"))
+    assert [r.enqueued_at for r in runs] == [T0, T0, T0 + 8 * SECOND, T0 + 8 * SECOND,
+                                             T0 + 16 * SECOND]  # fmt: skip
+    assert {r.scheduled_for for r in runs} == {T0}
+    sent = sorted(broker_task_ids(redis_client))
+    # The last batch between its commit and its mark, as another beat's
+    # sweep at the same moment sees it: not sent again.
+    Run.objects.filter(pk=runs[-1].pk).update(published_at=None)
+    assert sweep_unpublished(now=T0 + 16 * SECOND) == 0
+    assert sorted(broker_task_ids(redis_client)) == sent
+    # A run recorded 16 s ago and never marked (its publisher died) is.
+    Run.objects.filter(pk=runs[0].pk).update(published_at=None)
+    assert sweep_unpublished(now=T0 + 16 * SECOND) == 1
+    assert sorted(broker_task_ids(redis_client)) == sorted([*sent, runs[0].task_id])
 
 
 def test_a_tick_with_nothing_due_sleeps_until_the_next_fire_time(redis_client):
