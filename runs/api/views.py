@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.api.auth import is_user, job_token
-from jobs.api.base import TaktApi
+from jobs.api.base import CappedCountPagination, TaktApi
 from jobs.policies import ApiTriggerPermission
 from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from runs.models import Run, RunStatus, RunTrigger
@@ -169,6 +169,7 @@ class RunViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
     The list leaves out `output`; one run has it."""
 
     filterset_class = RunFilter
+    pagination_class = CappedCountPagination
     job_token_actions = ("list", "retrieve", "cancel")
     action_perms: dict[str, list[str]] = {"cancel": ["takt_runs.view_run", "takt_runs.cancel_run"]}
 

@@ -11,6 +11,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from jobs.api.base import CappedCountPagination
 from jobs.models import Job
 from runs.models import Run, RunStatus
 from runs.queue import pause_queue
@@ -232,6 +233,27 @@ def test_runs_list_filters_and_retrieve_with_output(via: str) -> None:
     bad = viewer.get("/api/v1/runs", status="exploded")
     assert bad.status_code == 400 and "status" in bad.json()
     assert viewer.get("/api/v1/runs", enqueued_after="yesterday").status_code == 400
+
+
+def test_the_runs_count_stops_at_its_cap_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run table grows without bound: the list counts at most the cap
+    (or as deep as the page asked for), and says when more runs exist."""
+    monkeypatch.setattr(CappedCountPagination, "count_cap", 5)
+    jobs = [job_with("authenticated", name=f"export {i}") for i in range(8)]
+    for job in jobs:
+        enqueue_job(job)
+    viewer = SessionClient(user_with("takt_runs.view_run", username="viewer"))
+
+    first = viewer.get("/api/v1/runs", limit=2).json()
+    assert (first["count"], first["count_capped"], len(first["results"])) == (5, True, 2)
+    assert "offset=2" in first["next"]
+    deep = viewer.get("/api/v1/runs", limit=2, offset=4).json()
+    assert (deep["count"], deep["count_capped"]) == (6, True)  # counted to the page's end
+    last = viewer.get("/api/v1/runs", limit=2, offset=6).json()
+    assert (last["count"], last["count_capped"], last["next"]) == (8, False, None)
+    assert [r["job"] for r in last["results"]] == [jobs[1].pk, jobs[0].pk]  # newest first
+    one = viewer.get("/api/v1/runs", job=jobs[3].pk).json()
+    assert (one["count"], one["count_capped"], one["next"]) == (1, False, None)
 
 
 def test_runs_need_the_view_permission() -> None:
