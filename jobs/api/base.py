@@ -25,7 +25,7 @@ class TaktPagination(LimitOffsetPagination):
 
 class CappedCountPagination(TaktPagination):
     """For a table that grows without bound (the runs): `count` counts at
-    most COUNT_CAP rows, or as deep as the page asked for if that is
+    most `count_cap` rows, or as deep as the page asked for if that is
     further (`SELECT COUNT(*) FROM (… LIMIT n)`), so a page of the newest
     runs never waits for a count of every run (0.6 s at 10,000,000 runs,
     benchmarks/README.md). `count_capped` says that more rows exist than
