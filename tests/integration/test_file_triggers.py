@@ -8,6 +8,7 @@ triggers are refused naming the field, with nothing stored."""
 from __future__ import annotations
 
 import os
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,35 @@ def settle(watcher: Watcher, clock: Clock, seconds: float = 3) -> None:
     watcher.step()
 
 
+def delivered(watcher: Watcher, path: Path) -> None:
+    """Wait until the watcher's observer thread has handed over the events
+    of the last write to `path` (at most 5 s): the test moves the injected
+    clock next, and an event delivered after that would count as a change
+    at the later time (seen on a slow host: a growing file's append arrived
+    after the clock had moved on, so it had not settled when expected)."""
+    size = path.stat().st_size
+    deadline = time.monotonic() + 5
+    quiet_since = None
+    while True:
+        seen = [
+            w.settler.pending.get(str(path))
+            for folder in watcher.held.values()
+            for w in folder.current()
+        ]
+        queues = [f.observer.event_queue for f in watcher.held.values() if f.observer]
+        idle = any(p is not None and p.size == size for p in seen) and not any(
+            q.unfinished_tasks for q in queues
+        )
+        if not idle:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= 0.3:  # a close follows its write's modify
+            return
+        assert time.monotonic() < deadline, f"the watcher saw no event of {path} in 5 s"
+        time.sleep(0.01)
+
+
 def test_a_file_written_in_chunks_and_renamed_starts_one_run_with_its_path(
     tmp_path, clock, watchers
 ):
@@ -121,6 +151,7 @@ def test_a_file_that_is_still_growing_waits_for_its_settle_time(tmp_path, clock,
     assert not Run.objects.filter(job=job).exists()  # 3 s of the 5
     with open(path, "ab") as out:
         out.write(b"y" * 10)
+    delivered(watcher, path)
     settle(watcher, clock, seconds=3)
     assert not Run.objects.filter(job=job).exists()  # it changed: waits again
     clock.advance(3)
@@ -136,6 +167,7 @@ def test_a_changed_file_starts_another_run(tmp_path, clock, watchers):
     path.write_bytes(b"one")
     settle(watcher, clock)
     path.write_bytes(b"one two")
+    delivered(watcher, path)
     settle(watcher, clock)
     assert [r.params["size"] for r in Run.objects.filter(job=job).order_by("pk")] == [3, 7]
 
