@@ -48,65 +48,30 @@ from benchmarks import infra
 RESULTS = Path(__file__).resolve().parent / "results"
 LEAD_S = 1.5
 WORKER_CONCURRENCY = 2
-SERVERS = {"database": ("postgres",), "redis": ("redis-server",)}
 
 
 @dataclass
 class CpuMark:
     wall: float
-    machine: float
-    parts: dict[str, float]
+    cpu: Any  # benchmarks.measure_e2e.Cpu: the machine, this process, the trees, the servers
 
 
-def _tree_cpu(pids: list[int]) -> float:
-    import psutil
+def cpu_mark(pids: list[int]) -> CpuMark:
+    """Busy CPU seconds so far (measure_e2e.Cpu), the beats' or workers'
+    process trees counted together."""
+    from benchmarks.measure_e2e import Cpu
 
-    total = 0.0
-    for pid in pids:
-        try:
-            root = psutil.Process(pid)
-            procs = [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            continue
-        for proc in procs:
-            try:
-                c = proc.cpu_times()
-            except psutil.NoSuchProcess:
-                continue
-            total += c.user + c.system
-    return total
+    return CpuMark(time.monotonic(), Cpu.now(*pids))
 
 
-def cpu_mark(roles: dict[str, list[int]]) -> CpuMark:
-    """Busy CPU seconds so far: the machine, each role's process trees
-    (beats, workers), this process, and the servers by process name."""
-    import psutil
-
-    t = psutil.cpu_times()
-    machine = sum(getattr(t, f) for f in ("user", "nice", "system", "irq", "softirq", "steal"))
-    parts = {role: _tree_cpu(pids) for role, pids in roles.items()}
-    me = psutil.Process().cpu_times()
-    parts["this process"] = me.user + me.system
-    for part in SERVERS:
-        parts[part] = 0.0
-    for proc in psutil.process_iter(["name", "cpu_times"]):
-        for part, names in SERVERS.items():
-            if proc.info["name"] in names and proc.info["cpu_times"] is not None:
-                c = proc.info["cpu_times"]
-                parts[part] += c.user + c.system
-    return CpuMark(time.monotonic(), machine, parts)
-
-
-def cpu_split(before: CpuMark, after: CpuMark, n: int) -> dict[str, float]:
+def cpu_split(before: CpuMark, after: CpuMark, n: int, role: str) -> dict[str, float]:
     """ms per run for each part, and the window's busy share of all cores."""
     import psutil
 
-    split = {"machine": (after.machine - before.machine) * 1000 / n}
-    for part, value in after.parts.items():
-        split[part] = (value - before.parts.get(part, 0.0)) * 1000 / n
-    wall = after.wall - before.wall
-    split["busy %"] = 100 * (after.machine - before.machine) / (wall * (psutil.cpu_count() or 1))
-    return split
+    machine, producer, tree, database, redis = after.cpu.per_run_ms(before.cpu, n)
+    busy = machine * n / 1000 / ((after.wall - before.wall) * (psutil.cpu_count() or 1))
+    return {"machine": machine, role: tree, "this process": producer, "database": database,
+            "redis": redis, "busy %": 100 * busy}  # fmt: skip
 
 
 def beats_case(ctx: Any, due: int, beats: int, reps: int) -> list[dict[str, Any]]:
@@ -132,11 +97,11 @@ def beats_case(ctx: Any, due: int, beats: int, reps: int) -> list[dict[str, Any]
             fire = timezone.now() + timedelta(seconds=LEAD_S)
             Trigger.objects.filter(pk__in=ids).update(next_run_at=fire)
             time.sleep(max(0.0, fire.timestamp() - time.time()))
-            before = cpu_mark({"beats": [p.pid for p in procs]})
+            before = cpu_mark([p.pid for p in procs])
             done_at = wait_until(
                 lambda: ctx.queued_messages() >= due, timeout=300, what=f"{due} messages"
             )
-            after = cpu_mark({"beats": [p.pid for p in procs]})
+            after = cpu_mark([p.pid for p in procs])
             elapsed = done_at - fire.timestamp()
             time.sleep(2.0)  # anything late or doubled would show now
             runs = Run.objects.count()
@@ -147,7 +112,7 @@ def beats_case(ctx: Any, due: int, beats: int, reps: int) -> list[dict[str, Any]
                     f"{beats} beats, {due} due: {runs} runs, {sent} marked sent, "
                     f"{messages} messages"
                 )
-            split = cpu_split(before, after, due)
+            split = cpu_split(before, after, due, "beats")
             results.append({"seconds": elapsed, "rate": due / elapsed, **split})
             ctx.say(
                 f"capacity: {beats} beat(s): {due:,} due published in {elapsed:.2f} s "
@@ -189,19 +154,19 @@ def _drain(ctx: Any, n: int, workers: int, fill: Any, done: Any) -> dict[str, fl
     ]
     try:
         time.sleep(3.0)  # past the banner: connected and consuming
-        roles = {"workers": [p.pid for p in procs]}
-        before = cpu_mark(roles)
+        pids = [p.pid for p in procs]
+        before = cpu_mark(pids)
         pipe = ctx.redis.pipeline(transaction=True)
         for key in held:
             pipe.rename(f"held:{key}", key)
         pipe.execute()
         wait_until(done, timeout=60 + n / 20, every=0.02, what=f"{n} done")
-        after = cpu_mark(roles)
+        after = cpu_mark(pids)
     finally:
         for proc in procs:
             proc.stop()
     seconds = after.wall - before.wall
-    return {"seconds": seconds, "rate": n / seconds, **cpu_split(before, after, n)}
+    return {"seconds": seconds, "rate": n / seconds, **cpu_split(before, after, n, "workers")}
 
 
 def workers_case(ctx: Any, n: int, workers: int, reps: int) -> list[dict[str, Any]]:

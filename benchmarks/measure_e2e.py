@@ -64,18 +64,25 @@ class Cpu:
     redis: float
 
     @classmethod
-    def now(cls, worker_pid: int) -> Cpu:
+    def now(cls, *worker_pids: int) -> Cpu:
+        """`worker_pids`: the roots of the process trees counted as the
+        worker (benchmarks/capacity.py passes several beats or workers)."""
         t = psutil.cpu_times()
         busy = sum(getattr(t, f) for f in ("user", "nice", "system", "irq", "softirq", "steal"))
         me = psutil.Process().cpu_times()
-        root = psutil.Process(worker_pid)
         tree = 0.0
-        for proc in [root, *root.children(recursive=True)]:
+        for pid in worker_pids:
             try:
-                c = proc.cpu_times()
+                root = psutil.Process(pid)
+                procs = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 continue
-            tree += c.user + c.system
+            for proc in procs:
+                try:
+                    c = proc.cpu_times()
+                except psutil.NoSuchProcess:
+                    continue
+                tree += c.user + c.system
         servers = dict.fromkeys(SERVERS, 0.0)
         for proc in psutil.process_iter(["name", "cpu_times"]):
             for part, names in SERVERS.items():
