@@ -17,7 +17,6 @@ from datetime import date
 from functools import lru_cache
 from types import MappingProxyType
 
-import holidays
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext
@@ -59,6 +58,8 @@ def canonical_region(country: str, subdivision: str) -> tuple[str, str]:
         if subdivision:
             raise ValidationError({"subdivision": gettext("needs a country")})
         return "", ""
+    import holidays  # here, not at the top: about 4 MB a process without calendars never needs
+
     supported = holidays.list_supported_countries(include_aliases=True)
     if country not in supported:
         raise ValidationError(
@@ -102,6 +103,8 @@ def _days(
     country, subdivision = canonical_region(country, subdivision)
     days: dict[date, str] = {}
     if country:
+        import holidays  # loaded by canonical_region above
+
         years = range(first_year, last_year + 1)
         days.update(holidays.country_holidays(country, subdiv=subdivision or None, years=years))
     days.update(

@@ -61,11 +61,11 @@ from jobs.exchange import (
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
 from jobs.references import FileJobs, pending_references, saving_order
+from jobs.registry import BUILTIN_KEY_PREFIX
 
 log = logging.getLogger("takt.declared")
 
 SYNC_BY = "sync_jobs"
-BUILTIN_KEY_PREFIX = "takt."  # keys of Takt's own jobs, made by migrations
 SCHEDULE_OPTIONS = ("schedule", "every", "triggers")
 
 

@@ -20,6 +20,11 @@ from typing import Any, TypeVar, overload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# The keys of Takt's own jobs, made by migrations (takt.operations): never
+# declared in code, never retired by a sync (jobs.declared), and no reason
+# for the beat to load the sync's serializers (runs.beat).
+BUILTIN_KEY_PREFIX = "takt."
+
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 # F-75: registered name -> the decorator's declaration options (read by jobs.declared).
 _DECLARED: dict[str, dict[str, Any]] = {}

@@ -81,7 +81,12 @@ class TaktScheduler(Scheduler):
             or registry.declared_by_decorator()
             or beat_schedule
         )
-        if not declared and not Job.objects.filter(code_managed=True, key__isnull=False).exists():
+        if (
+            not declared
+            and not Job.objects.filter(code_managed=True, key__isnull=False)
+            .exclude(key__startswith=registry.BUILTIN_KEY_PREFIX)
+            .exists()
+        ):
             # Nothing to sync: spare the beat the serializers' imports (~20 MB).
             return
         from jobs.declared import sync_declared_jobs

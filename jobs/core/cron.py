@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, available_timezones
 
-from cron_descriptor import ExpressionDescriptor, Options
 from cronsim import CronSim, CronSimError
 
 _SECOND = timedelta(seconds=1)
@@ -320,6 +319,9 @@ def cron_words(
 ) -> str:
     """A cron expression in words by cron-descriptor, in `locale_code` (one
     of _EITHER's); day and month names through `translate`."""
+    # Imported here: only the admin and the API describe schedules in words.
+    from cron_descriptor import ExpressionDescriptor, Options
+
     options = Options()
     options.locale_code = locale_code  # not the process locale
     options.use_24hour_time_format = True
