@@ -39,6 +39,18 @@ def _probe(ctx: Ctx, kind: str, reps: int, timeout: float) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _stack_rss(ctx: Ctx) -> float:
+    """The floor under the beat's memory (benchmarks/stack_probe.py)."""
+    env = {k: v for k, v in ctx.env.items() if k != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.stack_probe"], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"stack probe failed:\n{done.stderr[-3000:]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["rss_bytes"]) / 2**20
+
+
 def _beat_rss(ctx: Ctx) -> float:
     beat = start_beat(ctx.env, ctx.log_dir)
     try:
@@ -57,6 +69,8 @@ def run(
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     seed.wipe()
+    stack = [_stack_rss(ctx) for _ in range(beat_reps)]
+    rows.append(row("tick", "the stack", "the stack alone (RSS)", "stack", "MB", stack, n=sizes[0]))
     for n in sizes:
         now = timezone.now()
         t0 = time.monotonic()

@@ -95,6 +95,9 @@ def tick_table(R: Rows) -> list[str]:
                     target = verdict(m < 20, "< 20 ms")
                 elif metric == "beat memory (RSS)":
                     target = verdict(m <= 70, "≤ 70 MB")
+                    stack = R.find(db=db, section="tick", metric="the stack alone (RSS)")
+                    if stack:
+                        target += f" (the stack alone: {med(stack):.1f} MB)"
                 out.append(f"| {DBS[db]} | {n:,} | {metric} ({unit}) | {cell(t)} | {cell(d)} "
                            f"| {ratio(m, med(d))} | {target} |")  # fmt: skip
     return out
