@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
 
 from jobs.models import ConcurrencyGroup, Job, QueueState, Trigger
 from jobs.policies import TriggerKind
@@ -298,8 +298,28 @@ def job_activity(job_id: int, *, now: datetime) -> tuple[int, int, bool, bool]:
     return int(row[0]), int(row[1]), bool(row[2]), bool(row[3])
 
 
-def _insert_fields() -> list[Any]:
-    return [f for f in Run._meta.concrete_fields if not f.primary_key]
+@cache
+def _insert_fields() -> tuple[Any, ...]:
+    return tuple(f for f in Run._meta.concrete_fields if not f.primary_key)
+
+
+@cache
+def _plain_types() -> tuple[type | None, ...]:
+    """Per insert column, the Python type whose values (and None) the ORM
+    would hand to the driver unchanged: integers, text, booleans and
+    foreign keys to integer ids. Other columns (dates, JSON, floats) go
+    through the field's own conversion."""
+    out: list[type | None] = []
+    for f in _insert_fields():
+        if isinstance(f, models.BooleanField):
+            out.append(bool)
+        elif isinstance(f, (models.IntegerField, models.ForeignKey)):
+            out.append(int)
+        elif isinstance(f, (models.CharField, models.TextField)):
+            out.append(str)
+        else:
+            out.append(None)
+    return tuple(out)
 
 
 @cache
@@ -318,8 +338,19 @@ def _row(vendor: str) -> str:
 
 
 def _insert_params(run: Run) -> list[Any]:
-    """A new run's values, as the ORM prepares them for an INSERT."""
-    return [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _insert_fields()]
+    """A new run's values, as the ORM prepares them for an INSERT (without
+    its conversion calls where they would change nothing: a quarter of the
+    beat's time per run at 10,000 due at once)."""
+    params: list[Any] = []
+    for f, plain in zip(_insert_fields(), _plain_types(), strict=True):
+        value = getattr(run, f.attname)
+        if plain is not None and (
+            value is None or (isinstance(value, str) if plain is str else type(value) is plain)
+        ):
+            params.append(value)
+        else:
+            params.append(f.get_db_prep_save(f.pre_save(run, True), connection))
+    return params
 
 
 def _inserted(run: Run, pk: int) -> None:
@@ -356,6 +387,8 @@ def insert_runs(runs: list[Run]) -> list[Run]:
     if not connection.features.can_return_rows_from_bulk_insert:
         return Run.objects.bulk_create(runs)
     vendor = connection.vendor
+    if vendor == "postgresql":
+        return _insert_runs_unnest(runs)
     for start in range(0, len(runs), INSERT_ROWS):
         chunk = runs[start : start + INSERT_ROWS]
         rows = ", ".join([_row(vendor)] * len(chunk))
@@ -364,6 +397,31 @@ def insert_runs(runs: list[Run]) -> list[Run]:
                 f"{_insert_into(vendor)} VALUES {rows} RETURNING {_col(Run, 'id')}",
                 [value for run in chunk for value in _insert_params(run)],
             )
+            ids = [r[0] for r in cursor.fetchall()]
+        for run, pk in zip(chunk, ids, strict=True):
+            _inserted(run, pk)
+    return runs
+
+
+@cache
+def _unnest_sql(vendor: str) -> str:
+    """PostgreSQL: `INSERT … SELECT * FROM unnest(<one array per column>)
+    RETURNING id`. One parameter per column whatever the number of runs, so
+    the statement's text never changes: psycopg does not re-parse thousands
+    of placeholders, and the server plans it once per connection."""
+    arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in _insert_fields())
+    return f"{_insert_into(vendor)} SELECT * FROM unnest({arrays}) RETURNING {_col(Run, 'id')}"
+
+
+def _insert_runs_unnest(runs: list[Run]) -> list[Run]:
+    sql = _unnest_sql(connection.vendor)
+    for start in range(0, len(runs), INSERT_ROWS):
+        chunk = runs[start : start + INSERT_ROWS]
+        columns = [list(column) for column in zip(*map(_insert_params, chunk), strict=True)]
+        with statement_cursor() as cursor:
+            # The ids come back in the arrays' order, as a multi-row VALUES'
+            # would (and as Django's own bulk_create relies on).
+            cursor.execute(sql, columns)
             ids = [r[0] for r in cursor.fetchall()]
         for run, pk in zip(chunk, ids, strict=True):
             _inserted(run, pk)

@@ -54,3 +54,30 @@ def test_a_fire_time_that_already_has_a_run_sends_the_batch_row_by_row():
     assert len(result.queued) == 4 and result.lost_races == 1
     assert Run.objects.filter(scheduled_for=T0).count() == 5
     assert all(job.triggers.get().next_run_at == T0 + timedelta(hours=1) for job in jobs)
+
+
+def test_runs_inserted_in_bulk_hold_what_the_orm_would_store():
+    """runs.statements.insert_runs (PostgreSQL: one array per column) writes
+    every field as Run.objects.create does: JSON, empty and null values,
+    enums, foreign keys."""
+    from runs.statements import insert_runs
+
+    job, other = make_job(name="a"), make_job(name="b")
+    fields = [
+        {"job": job, "params": {"day": "2026-03-02", "n": [1, 2]}, "priority": 0,
+         "trigger": RunTrigger.MANUAL, "dedupe_key": "k1", "message": "", "held": True},
+        {"job": other, "params": {}, "priority": 9, "trigger": RunTrigger.SCHEDULE,
+         "result": [1, "x"], "progress": None, "missed_count": 3, "attempt": 2},
+    ]  # fmt: skip
+    common = {"status": RunStatus.QUEUED, "scheduled_for": T0, "enqueued_at": T0}
+    bulk = insert_runs([Run(**common, **f) for f in fields])
+    later = {"scheduled_for": T0 + timedelta(hours=1), "dedupe_key": ""}  # both unique
+    created = [Run.objects.create(**{**common, **f, **later}) for f in fields]
+
+    skip = ("id", "scheduled_for", "dedupe_key")
+    columns = [f.attname for f in Run._meta.concrete_fields if f.attname not in skip]
+    for ours, orm in zip(bulk, created, strict=True):
+        assert ours.pk and ours.pk != orm.pk
+        got = Run.objects.values(*columns).get(pk=ours.pk)
+        assert got == Run.objects.values(*columns).get(pk=orm.pk)
+    assert Run.objects.get(pk=bulk[0].pk).dedupe_key == "k1"
