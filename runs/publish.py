@@ -74,27 +74,15 @@ def publish_runs(
     if amqp:  # RabbitMQ: Takt's queue is declared with x-max-priority (runs/broker.py)
         declare_priorities(app)
     routes: dict[str, str] = {}
-    declared: set[str] = set()
     with app.producer_or_acquire() as producer, _batch(producer, len(in_hand)):
+        send = _Sender(app, producer)
         for run in in_hand:
-            queue = queue_of(run.job, routes)
-            app.send_task(
-                EXECUTE_RUN_TASK,
-                args=[run.pk],
-                task_id=task_id_for(run.pk),
-                queue=queue,
+            send(
+                run.pk,
+                queue=queue_of(run.job, routes),
                 priority=message_priority(run.priority, amqp=amqp),
                 **_time_limits(run.job),
-                producer=producer,
-                ignore_result=True,
-                # What Celery would compute for every message (saferepr of
-                # the arguments), and the queue's declaration, which the
-                # first message of the batch to each queue has made.
-                argsrepr=f"[{run.pk}]",
-                kwargsrepr="{}",
-                **({"declare": []} if queue in declared else {}),
             )
-            declared.add(queue)
             sent.append(run.pk)
     try:
         mark_sent(
@@ -105,6 +93,61 @@ def publish_runs(
     for start in range(0, len(sent), PUBLISH_BATCH):
         mark_published(sent[start : start + PUBLISH_BATCH], now=now, again=replacing is not None)
     return len(sent)
+
+
+class _Sender:
+    """Sends execute-run messages for one batch, as ``app.send_task`` would
+    send each (the same message, headers, properties, routing, signals and
+    publish retry), with what send_task works out anew for every message
+    worked out once per batch: the app's settings it reads, the task's
+    options, the route of each queue, the parent task when publishing from
+    inside one. That halves the broker side's cost per message (send_task
+    140 µs, this 70 µs: benchmarks/README.md). The queue's declaration is
+    made by the batch's first message to it."""
+
+    def __init__(self, app: Any, producer: Any) -> None:
+        self.app, self.producer, self.amqp = app, producer, app.amqp
+        conf = app.conf
+        self.sent_event = conf.task_send_sent_event
+        self.reply_to = app.thread_oid
+        task = app.tasks.get(EXECUTE_RUN_TASK)  # registered in workers, not in a beat
+        self.task = task
+        options = getattr(task, "_get_exec_options", None)
+        self.task_options = {
+            k: v for k, v in (options() if callable(options) else {}).items() if v is not None
+        }
+        parent = app.current_worker_task
+        self.parent = parent
+        self.root_id = (parent.request.root_id or parent.request.id) if parent else None
+        self.parent_id = parent.request.id if parent else None
+        self.routes: dict[str, dict[str, Any]] = {}
+
+    def __call__(
+        self, run_id: int, *, queue: str, priority: int | None, **limits: float | None
+    ) -> None:
+        first = queue not in self.routes
+        if first:
+            self.routes[queue] = self.amqp.router.route(
+                {**self.task_options, "queue": queue}, EXECUTE_RUN_TASK, None, None, self.task
+            )
+        # What Celery would compute for every message: saferepr of the arguments.
+        options = {**self.routes[queue], "priority": priority,
+                   "argsrepr": f"[{run_id}]", "kwargsrepr": "{}"}  # fmt: skip
+        task_id = task_id_for(run_id)
+        message = self.amqp.create_task_message(
+            task_id, EXECUTE_RUN_TASK, [run_id], {},
+            reply_to=self.reply_to, create_sent_event=self.sent_event,
+            root_id=self.root_id, parent_id=self.parent_id, ignore_result=True,
+            time_limit=limits.get("time_limit"), soft_time_limit=limits.get("soft_time_limit"),
+            **options,
+        )  # fmt: skip
+        with self.producer.connection._reraise_as_library_errors():
+            self.amqp.send_task_message(
+                self.producer, EXECUTE_RUN_TASK, message,
+                **options, **({} if first else {"declare": []}),
+            )  # fmt: skip
+        if self.parent is not None:
+            self.parent.add_trail(self.app.AsyncResult(task_id))
 
 
 def queue_of(job: Any, routes: dict[str, str]) -> str:
