@@ -160,6 +160,28 @@ def start_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2) -> Pr
     return proc
 
 
+def start_plain_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2) -> Proc:
+    """The anchor for a worker's memory: a prefork worker of a plain Celery
+    app with no Django (benchmarks/plain_app.py), on its own queue."""
+    argv = [sys.executable, "-m", "celery", "-A", "benchmarks.plain_app", "worker", "-l", "warning",
+            "--pool=prefork", f"--concurrency={concurrency}", "-Q", "bench-plain",
+            "-n", f"plain-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
+            "--without-heartbeat"]  # fmt: skip
+    plain_env = {k: v for k, v in env.items() if k != "DJANGO_SETTINGS_MODULE"}
+    proc = Proc("plain-worker", argv, plain_env, log_dir)
+    proc.wait_for("[queues]")
+    return proc
+
+
+def tree_rss_mb(pid: int) -> tuple[float, list[float]]:
+    """RSS (MB) of a worker's main process and of each of its pool children."""
+    import psutil
+
+    main = psutil.Process(pid)
+    children = [c.memory_info().rss / 2**20 for c in main.children(recursive=True)]
+    return main.memory_info().rss / 2**20, children
+
+
 @contextlib.contextmanager
 def private_stack(db: str, pg_url: str = DEFAULT_PG_URL) -> Iterator[tuple[Path, dict[str, str]]]:
     """A temporary directory, a private redis-server and a migrated database

@@ -34,7 +34,7 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from benchmarks import seed
-from benchmarks.infra import start_worker
+from benchmarks.infra import start_plain_worker, start_worker, tree_rss_mb
 from benchmarks.noop import DONE_KEY, noop_task
 from benchmarks.suite_ctx import Ctx, row, wait_until
 from jobs.models import Job
@@ -133,6 +133,30 @@ def plain_round(ctx: Ctx, n: int, timeout: float) -> float:
     return n / (done - t0)
 
 
+def plain_app_rss(ctx: Ctx, n: int) -> tuple[float, list[float]]:
+    """The anchor for the worker's memory: a plain Celery app's worker (no
+    Django, benchmarks/plain_app.py), same pool and concurrency, after it ran
+    as many no-op tasks as Takt's worker ran runs in one round."""
+    from celery import Celery
+
+    from benchmarks import plain_app
+
+    worker = start_plain_worker(ctx.env, ctx.log_dir)
+    try:
+        ctx.redis.set(plain_app.DONE_KEY, 0)
+        sender = Celery("bench-sender", broker=ctx.redis_url)
+        with sender.producer_or_acquire() as producer:
+            for _ in range(WARMUP + n):
+                sender.send_task("bench.plain_noop", queue=plain_app.QUEUE, producer=producer)
+        wait_until(
+            lambda: int(ctx.redis.get(plain_app.DONE_KEY) or 0) >= WARMUP + n,
+            timeout=60 + n / 20, what=f"{n} plain-app tasks",
+        )  # fmt: skip
+        return tree_rss_mb(worker.pid)
+    finally:
+        worker.stop()
+
+
 def run(ctx: Ctx, n: int, reps: int) -> list[dict[str, Any]]:
     seed.wipe()
     ctx.drop_queued_messages()
@@ -162,17 +186,27 @@ def run(ctx: Ctx, n: int, reps: int) -> list[dict[str, Any]]:
                     plain.append(rate)
                     cpu["celery"].append(used)
             ctx.say(f"e2e: {n:,} runs: Takt {takt[-1]:.0f}/s, plain Celery {plain[-1]:.0f}/s")
+        rss = {"takt": tree_rss_mb(worker.pid)}
     finally:
         worker.stop()
+    rss["celery"] = plain_app_rss(ctx, n)
     ctx.drop_queued_messages()
     seed.wipe()
     case = f"{n:,} no-op runs"
+    rss_rows = [
+        row("e2e", case, metric, system, "MB", values, n=n)
+        for system, (main, children) in rss.items()
+        for metric, values in (("worker RSS: main process", [main]),
+                               ("worker RSS: pool child", children))
+    ]  # fmt: skip
     cpu_rows = [
         row("e2e", case, f"CPU per run: {part}", system, "ms", [u[k] for u in cpu[system]], n=n)
         for system in ("takt", "celery")
         for k, part in enumerate(CPU_PARTS)
     ]
-    return cpu_rows + [
+    return [
+        *cpu_rows,
+        *rss_rows,
         row("e2e", case, "runs per second", "takt", "/s", takt, n=n),
         row("e2e", case, "runs per second", "celery", "/s", plain, n=n),
         row("e2e", case, "enqueue_job() calls per second", "takt", "/s", enqueue, n=n),

@@ -181,7 +181,20 @@ def e2e_table(R: Rows) -> list[str]:
                 known = [p for p in parts[1:] if not math.isnan(p)]
                 cells = " | ".join(fmt(p) for p in [*parts, parts[0] - sum(known)])
                 cpu.append(f"| {DBS[db]} | {case} | {label} | {cells} |")
-    return out + cpu if len(cpu) > 5 else out
+    mem = ["", "Worker memory (RSS, MB) after the rounds: the main process and each pool child "
+           "(prefork, concurrency 2); plain Celery is a worker of a Celery app with no Django "
+           "(benchmarks/plain_app.py) after as many no-op tasks.", "",
+           "| database | runs | side | main process | pool child |", "|---|---|---|---|---|"]  # fmt: skip
+    for db in R.values("db", section="e2e"):
+        for case in R.values("case", section="e2e", db=db):
+            for system, label in (("takt", "Takt"), ("celery", "plain Celery")):
+                main = R.find(db=db, section="e2e", case=case, metric="worker RSS: main process",
+                              system=system)  # fmt: skip
+                child = R.find(db=db, section="e2e", case=case, metric="worker RSS: pool child",
+                               system=system)  # fmt: skip
+                if main:
+                    mem.append(f"| {DBS[db]} | {case} | {label} | {cell(main)} | {cell(child)} |")
+    return out + (cpu if len(cpu) > 5 else []) + (mem if len(mem) > 5 else [])
 
 
 ADMIN_SEED = (
