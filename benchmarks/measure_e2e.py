@@ -144,7 +144,9 @@ def plain_app_rss(ctx: Ctx, n: int) -> tuple[float, list[float]]:
     worker = start_plain_worker(ctx.env, ctx.log_dir)
     try:
         ctx.redis.set(plain_app.DONE_KEY, 0)
-        sender = Celery("bench-sender", broker=ctx.redis_url)
+        # Not the current app: Takt's publishing and the lag section's
+        # shared tasks go through Takt's app after this.
+        sender = Celery("bench-sender", broker=ctx.redis_url, set_as_current=False)
         with sender.producer_or_acquire() as producer:
             for _ in range(WARMUP + n):
                 sender.send_task("bench.plain_noop", queue=plain_app.QUEUE, producer=producer)
