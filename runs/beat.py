@@ -87,7 +87,7 @@ class TaktScheduler(Scheduler):
             .exclude(key__startswith=registry.BUILTIN_KEY_PREFIX)
             .exists()
         ):
-            # Nothing to sync: spare the beat the serializers' imports (~20 MB).
+            # Nothing to sync: spare the beat the serializers' imports (~10 MB).
             return
         from jobs.declared import sync_declared_jobs
 

@@ -376,31 +376,7 @@ def insert_run(run: Run) -> Run:
     return run
 
 
-INSERT_ROWS = 500  # runs per multi-row INSERT (22 parameters each)
-
-
-def insert_runs(runs: list[Run]) -> list[Run]:
-    """INSERT new (unsaved) runs, INSERT_ROWS to a statement, and set their
-    ids, as ``Run.objects.bulk_create(runs)`` does, without the ORM's insert
-    compiler (most of the beat's time per run at 10,000 due at once). Raises
-    IntegrityError as it would (the unique fire-time key)."""
-    if not connection.features.can_return_rows_from_bulk_insert:
-        return Run.objects.bulk_create(runs)
-    vendor = connection.vendor
-    if vendor == "postgresql":
-        return _insert_runs_unnest(runs)
-    for start in range(0, len(runs), INSERT_ROWS):
-        chunk = runs[start : start + INSERT_ROWS]
-        rows = ", ".join([_row(vendor)] * len(chunk))
-        with statement_cursor(prepared=False) as cursor:
-            cursor.execute(
-                f"{_insert_into(vendor)} VALUES {rows} RETURNING {_col(Run, 'id')}",
-                [value for run in chunk for value in _insert_params(run)],
-            )
-            ids = [r[0] for r in cursor.fetchall()]
-        for run, pk in zip(chunk, ids, strict=True):
-            _inserted(run, pk)
-    return runs
+INSERT_ROWS = 500  # runs per INSERT
 
 
 @cache
@@ -413,15 +389,32 @@ def _unnest_sql(vendor: str) -> str:
     return f"{_insert_into(vendor)} SELECT * FROM unnest({arrays}) RETURNING {_col(Run, 'id')}"
 
 
-def _insert_runs_unnest(runs: list[Run]) -> list[Run]:
-    sql = _unnest_sql(connection.vendor)
+def insert_runs(runs: list[Run]) -> list[Run]:
+    """INSERT new (unsaved) runs, INSERT_ROWS to a statement, and set their
+    ids, as ``Run.objects.bulk_create(runs)`` does, without the ORM's insert
+    compiler (most of the beat's time per run at 10,000 due at once). Raises
+    IntegrityError as it would (the unique fire-time key). The ids come back
+    in the runs' order, from a multi-row VALUES as from unnest's arrays (as
+    Django's own bulk_create relies on)."""
+    if not connection.features.can_return_rows_from_bulk_insert:
+        return Run.objects.bulk_create(runs)
+    vendor = connection.vendor
+    unnest = vendor == "postgresql"
     for start in range(0, len(runs), INSERT_ROWS):
         chunk = runs[start : start + INSERT_ROWS]
-        columns = [list(column) for column in zip(*map(_insert_params, chunk), strict=True)]
-        with statement_cursor() as cursor:
-            # The ids come back in the arrays' order, as a multi-row VALUES'
-            # would (and as Django's own bulk_create relies on).
-            cursor.execute(sql, columns)
+        values = [_insert_params(run) for run in chunk]
+        if unnest:
+            sql, params = (
+                _unnest_sql(vendor),
+                [list(column) for column in zip(*values, strict=True)],
+            )
+        else:
+            rows = ", ".join([_row(vendor)] * len(chunk))
+            sql = f"{_insert_into(vendor)} VALUES {rows} RETURNING {_col(Run, 'id')}"
+            params = [value for row in values for value in row]
+        # A multi-row VALUES' text varies with the batch size: not prepared.
+        with statement_cursor(prepared=unnest) as cursor:
+            cursor.execute(sql, params)
             ids = [r[0] for r in cursor.fetchall()]
         for run, pk in zip(chunk, ids, strict=True):
             _inserted(run, pk)
