@@ -1,5 +1,6 @@
 """Child processes for the end-to-end tests and the benchmarks: a free port,
-and a process that logs to a file and is stopped with its process group."""
+a fresh process's environment, and a process that logs to a file and is
+stopped with its process group."""
 
 from __future__ import annotations
 
@@ -31,6 +32,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def clean_env(tmp_path: Path, **variables: str) -> dict[str, str]:
+    """The environment of a fresh process: none of the shell's DJANGO_*,
+    EMAIL_* or TAKT_* variables, no var/local.env, state in `tmp_path`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "EMAIL_", "TAKT_", "DEFAULT_FROM"))
+    }
+    env.update(TAKT_LOCAL_ENV_FILE="", TAKT_VAR_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.update(variables)
+    return env
 
 
 class Proc:

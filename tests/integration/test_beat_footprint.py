@@ -8,12 +8,11 @@ test process would hide the difference."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import ROOT, clean_env
 
 PROBE = """
 import sys
@@ -31,30 +30,15 @@ print("loaded:", *[name for name in heavy if name in sys.modules])
 """
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAKT_", "DJANGO_"))}
-    env.update(
+def test_a_beat_with_nothing_declared_loads_no_serializers_and_no_holidays(tmp_path: Path) -> None:
+    env = clean_env(
+        tmp_path / "var",
         DJANGO_SETTINGS_MODULE="scheduler_project.settings",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        TAKT_VAR_DIR=str(tmp_path / "var"),
     )
-    return env
-
-
-def test_a_beat_with_nothing_declared_loads_no_serializers_and_no_holidays(tmp_path: Path) -> None:
-    env = _env(tmp_path)
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert migrate.returncode == 0, migrate.stderr
-    probe = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split() == ["loaded:"], probe.stdout
+    for args in (["manage.py", "migrate", "-v0"], ["-c", PROBE]):
+        done = subprocess.run(
+            [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["loaded:"], done.stdout

@@ -6,36 +6,20 @@ and `celery` runs of Takt's settings, not an import in the test's process."""
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 from django.core.exceptions import ImproperlyConfigured
 
 from scheduler_project.mailconfig import email_settings
-from tests.processes import ROOT
+from tests.processes import ROOT, clean_env
 
 MANAGE = [sys.executable, "manage.py"]
 CELERY = [sys.executable, "-m", "celery", "-A", "scheduler_project"]
-
-
-def clean_env(tmp_path: Path, **variables: str) -> dict[str, str]:
-    """The environment of a fresh process: none of the shell's DJANGO_*,
-    EMAIL_* or TAKT_* variables, no var/local.env, state in `tmp_path`."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "EMAIL_", "TAKT_", "DEFAULT_FROM"))
-    }
-    env.update(TAKT_LOCAL_ENV_FILE="", TAKT_VAR_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.update(variables)
-    return env
 
 
 def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
