@@ -147,29 +147,23 @@ def start_beat(env: dict[str, str], log_dir: Path, **extra: str) -> Proc:
     return proc
 
 
-def start_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2) -> Proc:
+def start_worker(
+    env: dict[str, str], log_dir: Path, concurrency: int = 2, *,
+    app: str = "scheduler_project", queue: str = "takt",
+) -> Proc:  # fmt: skip
     """A real prefork worker on queue `takt` (Takt's settings: acks late,
     prefetch 1), the same for Takt runs and plain Celery tasks. It logs at
-    WARNING, so that per-task log lines do not count against either side."""
-    argv = [sys.executable, "-m", "celery", "-A", "scheduler_project", "worker", "-l", "warning",
-            "--pool=prefork", f"--concurrency={concurrency}", "-Q", "takt",
+    WARNING, so that per-task log lines do not count against either side.
+    Another `app` (benchmarks/plain_app.py, the anchor for a worker's
+    memory) runs without Django settings, on its own `queue`."""
+    argv = [sys.executable, "-m", "celery", "-A", app, "worker", "-l", "warning",
+            "--pool=prefork", f"--concurrency={concurrency}", "-Q", queue,
             "-n", f"bench-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
             "--without-heartbeat"]  # fmt: skip
+    if app != "scheduler_project":
+        env = {k: v for k, v in env.items() if k != "DJANGO_SETTINGS_MODULE"}
     proc = Proc("worker", argv, env, log_dir)
     proc.wait_for("[queues]")  # the banner; readiness itself: see wait_worker_ready
-    return proc
-
-
-def start_plain_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2) -> Proc:
-    """The anchor for a worker's memory: a prefork worker of a plain Celery
-    app with no Django (benchmarks/plain_app.py), on its own queue."""
-    argv = [sys.executable, "-m", "celery", "-A", "benchmarks.plain_app", "worker", "-l", "warning",
-            "--pool=prefork", f"--concurrency={concurrency}", "-Q", "bench-plain",
-            "-n", f"plain-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
-            "--without-heartbeat"]  # fmt: skip
-    plain_env = {k: v for k, v in env.items() if k != "DJANGO_SETTINGS_MODULE"}
-    proc = Proc("plain-worker", argv, plain_env, log_dir)
-    proc.wait_for("[queues]")
     return proc
 
 

@@ -34,7 +34,7 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from benchmarks import seed
-from benchmarks.infra import start_plain_worker, start_worker, tree_rss_mb
+from benchmarks.infra import start_worker, tree_rss_mb
 from benchmarks.noop import DONE_KEY, noop_task
 from benchmarks.suite_ctx import Ctx, row, wait_until
 from jobs.models import Job
@@ -141,7 +141,7 @@ def plain_app_rss(ctx: Ctx, n: int) -> tuple[float, list[float]]:
 
     from benchmarks import plain_app
 
-    worker = start_plain_worker(ctx.env, ctx.log_dir)
+    worker = start_worker(ctx.env, ctx.log_dir, app="benchmarks.plain_app", queue=plain_app.QUEUE)
     try:
         ctx.redis.set(plain_app.DONE_KEY, 0)
         # Not the current app: Takt's publishing and the lag section's

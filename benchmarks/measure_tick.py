@@ -27,28 +27,29 @@ from benchmarks.suite_ctx import Ctx, row
 BEAT_SETTLE_S = 3.5  # a few 1-second ticks before the RSS is read
 
 
-def _probe(ctx: Ctx, kind: str, reps: int, timeout: float) -> dict[str, Any]:
-    settings = "scheduler_project.settings" if kind == "takt" else "benchmarks.settings"
+def _child_json(module: str, *args: str, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """Run `python -m module args` and read the JSON line it prints last."""
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.probe", kind, "--reps", str(reps)],
-        cwd=ROOT, env={**ctx.env, "DJANGO_SETTINGS_MODULE": settings},
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     if done.returncode != 0:
-        raise RuntimeError(f"probe {kind} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{module} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _probe(ctx: Ctx, kind: str, reps: int, timeout: float) -> dict[str, Any]:
+    settings = "scheduler_project.settings" if kind == "takt" else "benchmarks.settings"
+    env = {**ctx.env, "DJANGO_SETTINGS_MODULE": settings}
+    return _child_json("benchmarks.probe", kind, "--reps", str(reps), env=env, timeout=timeout)
+
+
 def _stack_rss(ctx: Ctx) -> float:
-    """The floor under the beat's memory (benchmarks/stack_probe.py)."""
-    env = {k: v for k, v in ctx.env.items() if k != "DJANGO_SETTINGS_MODULE"}
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.stack_probe"], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"stack probe failed:\n{done.stderr[-3000:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["rss_bytes"]) / 2**20
+    """The floor under the beat's memory (benchmarks/stack_probe.py, which
+    configures Django itself)."""
+    return (
+        float(_child_json("benchmarks.stack_probe", env=ctx.env, timeout=120)["rss_bytes"]) / 2**20
+    )
 
 
 def _beat_rss(ctx: Ctx) -> float:
