@@ -12,6 +12,8 @@ or stop it, named (refuse).
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from typing import Any
 
 from celery.beat import Scheduler
@@ -42,8 +44,13 @@ class TaktScheduler(Scheduler):
 
     _watcher: Any = None
 
+    _in_tick = False
+
+    _stop: tuple[Any, int, Any] | None = None
+
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
+        self._finish_tick_on_stop()
         # A beat (re)started while the database is down waits for it.
         retry_through_outage(self.sync_declared_jobs, what="beat start")
         if settings.TAKT_WATCH_FILES:
@@ -94,6 +101,31 @@ class TaktScheduler(Scheduler):
         report = sync_declared_jobs(now=timezone.now())
         log.info("jobs declared in code: %s", report.summary())
 
+    def _finish_tick_on_stop(self) -> None:
+        """SIGTERM or Ctrl-C during a tick stops the beat once the tick has
+        published what it committed, so a stopped beat leaves no run to the
+        next beat's outbox pass; between ticks, and at a second signal, it
+        stops at once. Wraps the handlers `celery beat` installed (which
+        save the schedule and raise SystemExit): not in a thread, nor where
+        SIGTERM has no handler (a scheduler built in a test or a shell)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if not callable(signal.getsignal(signal.SIGTERM)):
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            stop_now = signal.getsignal(signum)
+            if not callable(stop_now):
+                continue
+
+            def deferred(signum: int, frame: Any, stop_now: Any = stop_now) -> None:
+                if self._in_tick and self._stop is None:
+                    self._stop = (stop_now, signum, frame)
+                    log.info("stopping once this tick has published its runs")
+                    return
+                stop_now(signum, frame)
+
+            signal.signal(signum, deferred)
+
     def install_default_entries(self, data: Any) -> None:
         return None
 
@@ -115,6 +147,7 @@ class TaktScheduler(Scheduler):
             # A connection used a poll ago is used as it is: an idle tick
             # saves the health check's round trip.
             self._connection = ConnectionReuse(fresh_s=poll + 1)
+        self._in_tick = True
         try:
             with self._connection.use():
                 now = timezone.now()
@@ -124,6 +157,11 @@ class TaktScheduler(Scheduler):
                 beat_ticked.send(sender=type(self), now=now)
         except Exception as exc:
             return self._failed(exc, poll=poll)
+        finally:
+            self._in_tick = False
+            if self._stop is not None:
+                stop_now, signum, frame = self._stop
+                stop_now(signum, frame)
         self._outage_attempts = 0
         OUTAGE.recovered()
         return max(MIN_SLEEP_S, min(poll, wait))
