@@ -175,39 +175,59 @@ def load_run(run_id: int) -> Run | None:
 
 def _build_run(run_id: int, row: Any) -> Run:
     """A Run (with only RUN_FIELDS) and its Job (JOB_FIELDS) from a row that
-    holds those columns in that order."""
-    values = [_from_db(Run, f, v) for f, v in zip(RUN_FIELDS, row, strict=False)]
-    job_values = [
-        _from_db(Job, f, v) for f, v in zip(JOB_FIELDS, row[len(RUN_FIELDS) :], strict=False)
-    ]
-    run_kwargs = dict(zip(RUN_FIELDS, values, strict=True))
-    job = Job(pk=run_kwargs["job_id"], **dict(zip(JOB_FIELDS, job_values, strict=True)))
-    extras = row[len(RUN_FIELDS) + len(JOB_FIELDS) :][: len(JOB_EXTRAS)]
+    holds those columns in that order; every other field holds its default,
+    as in Run(**fields). The instances are built from positional values
+    (Django's fast path, as Model.from_db takes) from a per-process plan."""
+    n_run, n_job = len(RUN_FIELDS), len(JOB_FIELDS)
+    job = _instance(Job, JOB_FIELDS, row[n_run : n_run + n_job], pk=row[RUN_FIELDS.index("job_id")])
+    extras = row[n_run + n_job :][: len(JOB_EXTRAS)]
     for name, value in zip(JOB_EXTRAS, extras, strict=True):
         setattr(job, name, value if name == "group_limit" else bool(value))
-    run = Run(pk=run_id, **run_kwargs)
+    run = _instance(Run, RUN_FIELDS, row[:n_run], pk=run_id)
     run.job = job
     return run
 
 
-def _from_db(model: type[Any], name: str, value: Any) -> Any:
-    expression, converters = _converters(model, name, connection.vendor)
-    for converter in converters:
-        value = converter(value, expression, connection)
-    return value
+def _instance(model: type[Any], names: tuple[str, ...], values: Any, *, pk: Any) -> Any:
+    defaults, fresh, pk_at, slots, convert = _plan(model, names, connection.vendor)
+    args = list(defaults)
+    for at, field in fresh:
+        args[at] = field.get_default()  # a callable default: its own object each time
+    args[pk_at] = pk
+    for at, value in zip(slots, values, strict=True):
+        args[at] = value
+    for at, expression, converters in convert:
+        value = args[at]
+        for converter in converters:
+            value = converter(value, expression, connection)
+        args[at] = value
+    return model(*args)
 
 
 @cache
-def _converters(model: type[Any], name: str, vendor: str) -> tuple[Any, list[Any]]:
-    """A field's column expression and its from-database converters (looked
-    up once per process: building them cost more than the query)."""
+def _plan(model: type[Any], names: tuple[str, ...], vendor: str) -> tuple[Any, ...]:
+    """For `model` built from columns `names`: every concrete field's
+    default in order, the fields whose default is a callable, the primary
+    key's position, each name's position, and the from-database converters
+    of the names that have any (looked up once per process: building them
+    cost more than the query)."""
     del vendor  # cached per database vendor
-    field = model._meta.get_field(name)
-    expression = field.get_col(model._meta.db_table)
-    return expression, [
-        *connection.ops.get_db_converters(expression),
-        *field.get_db_converters(connection),
-    ]
+    fields = model._meta.concrete_fields
+    position = {f.attname: i for i, f in enumerate(fields)}
+    defaults = tuple(f.get_default() for f in fields)
+    fresh = tuple((i, f) for i, f in enumerate(fields) if f.has_default() and callable(f.default))
+    slots = tuple(position[model._meta.get_field(name).attname] for name in names)
+    convert = []
+    for name, at in zip(names, slots, strict=True):
+        field = model._meta.get_field(name)
+        expression = field.get_col(model._meta.db_table)
+        converters = [
+            *connection.ops.get_db_converters(expression),
+            *field.get_db_converters(connection),
+        ]
+        if converters:
+            convert.append((at, expression, tuple(converters)))
+    return defaults, fresh, position[model._meta.pk.attname], slots, tuple(convert)
 
 
 def cas_update(run_id: int, *, expected_status: str, changes: dict[str, Any]) -> bool:
