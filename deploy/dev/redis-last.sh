@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# redis-last.sh ARG...: `make run`'s private redis-server (ARG... are its
+# options), stopped last. Honcho sends every process SIGTERM at once on
+# Ctrl-C; a Redis that quit at once left the worker's warm shutdown (a
+# running run's end, its lock, the worker's liveness key) talking to no
+# Redis. On SIGTERM or SIGINT this waits until the other processes have
+# closed their connections, at most TAKT_REDIS_STOP_WAIT seconds (default
+# 4, under honcho's 5 s before SIGKILL), then stops Redis.
+set -uo pipefail
+port="${TAKT_REDIS_PORT:-6380}"
+redis-server "$@" &
+pid=$!
+stopping=""
+
+others() { # connections other than the asking one
+    redis-cli -p "$port" client list 2>/dev/null | grep -Evc "cmd=client(\|list)? " || true
+}
+
+stop() {
+    [ -n "$stopping" ] && return
+    stopping=1
+    local deadline=$((SECONDS + ${TAKT_REDIS_STOP_WAIT:-4}))
+    while [ "$(others)" -gt 0 ] && [ "$SECONDS" -lt "$deadline" ]; do
+        sleep 0.1
+    done
+    kill -TERM "$pid" 2>/dev/null
+}
+
+trap stop TERM INT
+while kill -0 "$pid" 2>/dev/null; do
+    wait "$pid"
+done
+wait "$pid"

@@ -1,0 +1,80 @@
+"""`make run`'s private Redis stops last (deploy/dev/redis-last.sh): on
+Ctrl-C honcho sends every process SIGTERM at once, and a Redis that quit at
+once left the worker's warm shutdown talking to no Redis (a traceback in the
+terminal, a running run's end without its lock release). It waits for the
+other connections to close, at most TAKT_REDIS_STOP_WAIT seconds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.live_fixtures import wait_until
+from tests.processes import ROOT, free_port
+
+
+@pytest.fixture
+def dev_redis(tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:  # type: ignore[no-untyped-def]
+    port = free_port()
+    proc = subprocess.Popen(
+        ["bash", str(ROOT / "deploy/dev/redis-last.sh"), "--port", str(port), "--bind",
+         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+        env={**os.environ, "TAKT_REDIS_PORT": str(port), "TAKT_REDIS_STOP_WAIT": "3"},
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    client = redis.Redis(port=port)
+
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    wait_until(answers, 10, "redis-last.sh's Redis to answer")
+    client.close()
+    yield proc, port
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_redis_outlives_a_connection_still_open_at_sigterm(dev_redis):
+    proc, port = dev_redis
+    worker = redis.Redis(port=port)
+    worker.set("k", "v")  # a connection the worker still holds
+
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1.0)
+    assert proc.poll() is None
+    assert worker.get("k") == b"v"  # the warm shutdown's last writes still land
+    worker.close()
+
+    started = time.monotonic()
+    assert proc.wait(timeout=5) is not None
+    assert time.monotonic() - started < 2
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis(port=port, socket_connect_timeout=0.5).ping()
+
+
+def test_redis_stops_at_once_when_no_connection_is_left(dev_redis):
+    proc, port = dev_redis
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=5)
+    assert time.monotonic() - started < 1.5
+
+
+def test_a_connection_that_never_closes_delays_the_stop_by_the_wait_only(dev_redis):
+    proc, port = dev_redis
+    stuck = redis.Redis(port=port)
+    stuck.ping()
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=10)
+    assert 1.5 < time.monotonic() - started < 6  # TAKT_REDIS_STOP_WAIT=3 (whole seconds)
