@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # redis-last.sh ARG...: `make run`'s private redis-server (ARG... are its
-# options), stopped last. Honcho sends every process SIGTERM at once on
-# Ctrl-C; a Redis that quit at once left the worker's warm shutdown (a
-# running run's end, its lock, the worker's liveness key) talking to no
+# options), stopped last. On Ctrl-C honcho sends SIGTERM to every process's
+# group at once; a Redis that quit at once left the worker's warm shutdown
+# (a running run's end, its lock, the worker's liveness key) talking to no
 # Redis. On SIGTERM or SIGINT this waits until the other processes have
 # closed their connections, at most TAKT_REDIS_STOP_WAIT seconds (default
 # 4, under honcho's 5 s before SIGKILL), then stops Redis.
 set -uo pipefail
 port="${TAKT_REDIS_PORT:-6380}"
-redis-server "$@" &
+if command -v setpriv >/dev/null && command -v setsid >/dev/null; then
+    # A session of its own: honcho signals this script's whole process
+    # group, which must not reach Redis; and Redis still dies with this
+    # script, should it be killed (--pdeathsig).
+    setpriv --pdeathsig TERM setsid redis-server "$@" &
+else
+    redis-server "$@" &
+fi
 pid=$!
 stopping=""
 

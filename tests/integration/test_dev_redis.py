@@ -27,6 +27,7 @@ def dev_redis(tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:  # typ
          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
         env={**os.environ, "TAKT_REDIS_PORT": str(port), "TAKT_REDIS_STOP_WAIT": "3"},
         stdout=subprocess.DEVNULL,
+        start_new_session=True,  # as honcho starts it
     )  # fmt: skip
     client = redis.Redis(port=port)
 
@@ -40,8 +41,21 @@ def dev_redis(tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:  # typ
     client.close()
     yield proc, port
     if proc.poll() is None:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """What honcho does at Ctrl-C: SIGTERM to the process's whole group."""
+    os.killpg(proc.pid, signal.SIGTERM)
+
+
+def gone(port: int) -> bool:
+    try:
+        redis.Redis(port=port, socket_connect_timeout=0.5).ping()
+    except redis.ConnectionError:
+        return True
+    return False
 
 
 def test_redis_outlives_a_connection_still_open_at_sigterm(dev_redis):
@@ -49,7 +63,7 @@ def test_redis_outlives_a_connection_still_open_at_sigterm(dev_redis):
     worker = redis.Redis(port=port)
     worker.set("k", "v")  # a connection the worker still holds
 
-    proc.send_signal(signal.SIGTERM)
+    stop(proc)
     time.sleep(1.0)
     assert proc.poll() is None
     assert worker.get("k") == b"v"  # the warm shutdown's last writes still land
@@ -58,14 +72,13 @@ def test_redis_outlives_a_connection_still_open_at_sigterm(dev_redis):
     started = time.monotonic()
     assert proc.wait(timeout=5) is not None
     assert time.monotonic() - started < 2
-    with pytest.raises(redis.ConnectionError):
-        redis.Redis(port=port, socket_connect_timeout=0.5).ping()
+    assert gone(port)
 
 
 def test_redis_stops_at_once_when_no_connection_is_left(dev_redis):
     proc, port = dev_redis
     started = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
+    stop(proc)
     proc.wait(timeout=5)
     assert time.monotonic() - started < 1.5
 
@@ -75,6 +88,15 @@ def test_a_connection_that_never_closes_delays_the_stop_by_the_wait_only(dev_red
     stuck = redis.Redis(port=port)
     stuck.ping()
     started = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
+    stop(proc)
     proc.wait(timeout=10)
     assert 1.5 < time.monotonic() - started < 6  # TAKT_REDIS_STOP_WAIT=3 (whole seconds)
+
+
+def test_redis_dies_with_the_script_killed_by_sigkill(dev_redis):
+    """honcho's SIGKILL after its 5 s, or a closed terminal: no Redis is
+    left holding the port for the next `make run`."""
+    proc, port = dev_redis
+    proc.kill()  # the script only: Redis is in a session of its own
+    proc.wait(timeout=5)
+    wait_until(lambda: gone(port), 5, "Redis to stop with its script")
