@@ -77,6 +77,7 @@ RUN_FIELDS = (
     "attempt",
     "cause_id",
 )
+_JOB_ID_AT = RUN_FIELDS.index("job_id")
 
 
 def _col(model: type[Any], name: str) -> str:
@@ -179,7 +180,7 @@ def _build_run(run_id: int, row: Any) -> Run:
     as in Run(**fields). The instances are built from positional values
     (Django's fast path, as Model.from_db takes) from a per-process plan."""
     n_run, n_job = len(RUN_FIELDS), len(JOB_FIELDS)
-    job = _instance(Job, JOB_FIELDS, row[n_run : n_run + n_job], pk=row[RUN_FIELDS.index("job_id")])
+    job = _instance(Job, JOB_FIELDS, row[n_run : n_run + n_job], pk=row[_JOB_ID_AT])
     extras = row[n_run + n_job :][: len(JOB_EXTRAS)]
     for name, value in zip(JOB_EXTRAS, extras, strict=True):
         setattr(job, name, value if name == "group_limit" else bool(value))
@@ -216,10 +217,10 @@ def _plan(model: type[Any], names: tuple[str, ...], vendor: str) -> tuple[Any, .
     position = {f.attname: i for i, f in enumerate(fields)}
     defaults = tuple(f.get_default() for f in fields)
     fresh = tuple((i, f) for i, f in enumerate(fields) if f.has_default() and callable(f.default))
-    slots = tuple(position[model._meta.get_field(name).attname] for name in names)
+    named = [model._meta.get_field(name) for name in names]
+    slots = tuple(position[field.attname] for field in named)
     convert = []
-    for name, at in zip(names, slots, strict=True):
-        field = model._meta.get_field(name)
+    for field, at in zip(named, slots, strict=True):
         expression = field.get_col(model._meta.db_table)
         converters = [
             *connection.ops.get_db_converters(expression),

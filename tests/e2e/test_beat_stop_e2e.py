@@ -5,6 +5,7 @@ No worker runs here: the messages stay in the queue to be counted."""
 
 from __future__ import annotations
 
+import signal
 import time
 from datetime import timedelta
 
@@ -49,7 +50,7 @@ def test_a_beat_stopped_in_the_middle_of_a_tick_publishes_what_it_recorded(beat,
         while not Run.objects.exists():  # the first batch is recorded
             assert time.monotonic() < deadline, proc.log()[-3000:]
             time.sleep(0.005)
-        proc.popen.send_signal(15)  # SIGTERM, to the beat alone
+        proc.popen.send_signal(signal.SIGTERM)  # to the beat alone
         proc.popen.wait(timeout=30)
 
         runs = Run.objects.filter(job__in=jobs)
