@@ -52,6 +52,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         time.sleep(0.1)
 
 
+def holds_for(predicate: Callable[[], Any], seconds: float, what: str) -> None:
+    """Poll `predicate` every 0.1 s for `seconds` seconds: it must stay
+    truthy the whole time (AssertionError naming `what` when it does not).
+    For assertions about time itself: a lock that outlives its TTL."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not predicate():
+            raise AssertionError(f"{what} did not hold for {seconds} s")
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="session")
 def server_env() -> dict[str, str]:
     """Variables every live process gets on top of `live_env`; a test
@@ -69,7 +80,7 @@ def live_env(
         url = database_url()
     env = {k: v for k, v in os.environ.items() if k not in PRIVATE_VARIABLES}
     env.update(
-        DJANGO_SETTINGS_MODULE="scheduler_project.settings",
+        DJANGO_SETTINGS_MODULE="tests.settings",
         DATABASE_URL=url,
         REDIS_URL=redis_url,
         REDIS_SENTINELS="",  # a test that wants Sentinel sets it (tests/e2e/test_sentinel_e2e.py)

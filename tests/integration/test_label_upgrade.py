@@ -108,6 +108,9 @@ def database_url(tmp_path: Path) -> Iterator[str]:
 
 def manage(code: Path, url: str, tmp_path: Path, *args: str, ok: bool = True) -> str:
     env = {**os.environ, "DATABASE_URL": url, "TAKT_VAR_DIR": str(tmp_path / "var")}
+    env["DJANGO_SETTINGS_MODULE"] = (
+        "scheduler_project.settings"  # the tree's own (not tests.settings)
+    )
     done = subprocess.run(
         [sys.executable, "manage.py", *args],
         env=env,
