@@ -173,34 +173,60 @@ def _free_port() -> int:
 
 
 @contextmanager
-def private_redis(workdir: Path | str) -> Iterator[str]:
+def private_redis(workdir: Path | str, *, port: Callable[[], int] = _free_port) -> Iterator[str]:
     """A redis-server of its own on a free port, without persistence, for
-    the block; yields its URL. Raises RedisMissing (saying what to install)
-    or RuntimeError when it does not answer within 10 s."""
+    the block; yields its URL. `port` picks the port (by default one the
+    system calls free); when the server cannot bind it (something took the
+    port meanwhile), another is picked, up to five times. Raises
+    RedisMissing (saying what to install) or RuntimeError when it does not
+    answer within 10 s."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RedisMissing("redis-server is not installed: apt-get install redis-server")
-    port = _free_port()
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    command += ["--appendonly", "no", "--dir", str(workdir)]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
+    attempts = 5
+    for _ in range(attempts):
+        chosen = port()
+        command = [binary, "--port", str(chosen), "--bind", "127.0.0.1", "--save", ""]
+        command += ["--appendonly", "no", "--dir", str(workdir)]
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"redis://127.0.0.1:{chosen}/0"
+        try:
+            if _answers(url, proc):
+                break
+        except BaseException:
+            proc.kill()
+            proc.wait(timeout=10)
+            raise
+        proc.kill()  # the port was taken: it exits, or is stopped here
+        proc.wait(timeout=10)
+    else:
+        raise RuntimeError(f"redis-server did not start ({attempts} ports tried)")
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _answers(url: str, proc: subprocess.Popen[bytes]) -> bool:
+    """Wait until the redis-server at `url` answers (True: it is `proc`) or
+    `proc` exits or another process answers there (False); RuntimeError if
+    none of these within 10 s."""
     client = redis.Redis.from_url(url)
     try:
         deadline = time.monotonic() + 10
         while True:
             try:
-                client.ping()
-                break
+                # Ours, not a server that held the port before it.
+                return bool(client.info("server")["process_id"] == proc.pid)
             except redis.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"redis-server on port {port} did not start") from None
+                if proc.poll() is not None:
+                    return False
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server at {url} did not answer in 10 s") from None
                 time.sleep(0.05)
-        client.close()
-        yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        client.close()
 
 
 @contextmanager

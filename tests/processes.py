@@ -5,6 +5,7 @@ stopped with its process group."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -28,10 +29,64 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def free_port() -> int:
+# Ports for the servers the tests start (Redis, PostgreSQL, runserver,
+# Flower, SMTP). Two things may take a port between its pick and the
+# server's bind, and neither may here:
+# * an outgoing connection's local port: the kernel takes those from its
+#   ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default),
+#   so the ports handed out lie below it;
+# * another pytest process (an xdist worker, or a second suite beside this
+#   one): each xdist worker has a block of its own, and each process starts
+#   at a random place in its block and hands the ports out in turn.
+# A port something already listens on is passed over (the bind check).
+PORT_BLOCK = 800
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+class _Ports:
+    def __init__(self) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+        index = int(worker) if worker.isdigit() else 0
+        top = _ephemeral_low()
+        blocks = max((top - 10_000) // PORT_BLOCK, 1)
+        self.first = top - (index % blocks + 1) * PORT_BLOCK
+        self.next = random.randrange(PORT_BLOCK)
+
+    def take(self) -> int:
+        for _ in range(PORT_BLOCK):
+            port = self.first + self.next % PORT_BLOCK
+            self.next += 1
+            if port > 1024 and _bindable(port):
+                return port
+        raise RuntimeError(f"no free port in {self.first}-{self.first + PORT_BLOCK - 1}")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+_PORTS: _Ports | None = None
+
+
+def free_port() -> int:
+    """A port no server listens on and no other test process will pick
+    (see PORT_BLOCK above); a test that needs a port where nothing answers
+    may use one too."""
+    global _PORTS
+    if _PORTS is None:
+        _PORTS = _Ports()
+    return _PORTS.take()
 
 
 def clean_env(tmp_path: Path, **variables: str) -> dict[str, str]:
