@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,8 @@ import redis
 
 import tests.sample_jobs  # noqa: F401  (registers the sample callables)
 from jobs.testing import RedisMissing, private_redis, takt_settings
+from tests import durations
+from tests.processes import free_port
 
 # The fixtures Takt ships for its users' suites (F-96): `takt`, `takt_redis_url`.
 pytest_plugins = ["jobs.pytest_plugin"]
@@ -23,12 +26,26 @@ pytest_plugins = ["jobs.pytest_plugin"]
 TEST_TIME_ZONE = "Europe/Berlin"
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On xdist's workers (make test: --dist loadfile), the files in the
+    order they are handed out: longest first (tests/durations.py). Within
+    a file, the order stays."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    known = durations.load()
+    cost = {
+        path: durations.estimate(path, known) for path in {i.nodeid.split("::")[0] for i in items}
+    }
+    items.sort(key=lambda item: -cost[item.nodeid.split("::")[0]])
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The session's own redis-server (jobs.testing, the helpers Takt ships
     for its users' suites)."""
     try:
-        with private_redis(tmp_path_factory.mktemp("redis")) as url:
+        with private_redis(tmp_path_factory.mktemp("redis"), port=free_port) as url:
             yield url
     except RedisMissing:
         pytest.exit(
@@ -54,6 +71,57 @@ def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> None:
 
     with django_db_blocker.unblock():
         Trigger.objects.filter(job__target="takt.maintenance").update(active=False)
+        MIGRATED_ROWS.append(_takt_rows())
+
+
+# Takt's rows as the migrations left them (the built-in jobs, the disabled
+# Hello-world job), taken once by django_db_setup: every test starts with
+# them, whichever test ran before it on its xdist worker.
+MIGRATED_ROWS: list[str] = []
+TAKT_APPS = ("takt_jobs", "takt_runs", "takt_heartbeats")
+
+
+def _takt_rows() -> str:
+    from django.apps import apps
+    from django.core import serializers
+
+    models = [m for label in TAKT_APPS for m in apps.get_app_config(label).get_models()]
+    ordered = serializers.sort_dependencies([(None, models)], allow_cycles=True)
+    return serializers.serialize(
+        "json", [o for m in ordered for o in m._base_manager.order_by("pk")]
+    )
+
+
+def _restore_migrated_rows() -> None:
+    """Put back the rows of MIGRATED_ROWS after a transactional test's flush.
+
+    Ids go on growing as before: a restored row keeps its id, and no id is
+    handed out twice in a session (an earlier test's lock or cancel marker
+    in Redis for job 7 must not meet a later test's job 7). SQLite moves its
+    counter past an id inserted by hand; PostgreSQL's sequences are moved
+    here, only ever forward."""
+    from django.core import serializers
+    from django.db import connection
+
+    if not MIGRATED_ROWS:
+        return
+    models = set()
+    for obj in serializers.deserialize("json", MIGRATED_ROWS[0]):
+        obj.save()
+        models.add(type(obj.object))
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model in models:
+            table, pk = model._meta.db_table, model._meta.pk.column
+            cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [table, pk])
+            sequence = cursor.fetchone()[0]
+            if sequence:
+                cursor.execute(
+                    f'SELECT setval(%s, GREATEST((SELECT MAX("{pk}") FROM "{table}"),'
+                    f" (SELECT last_value FROM {sequence})))",
+                    [sequence],
+                )
 
 
 @pytest.fixture
@@ -69,6 +137,43 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client.set(since_key(), "0.000")
     yield client
     client.close()
+
+
+# Takt's keys that belong to a live process rather than to the database's
+# rows: a module's worker keeps its liveness key, and the start of Redis's
+# data stays known (runs/redis_age.py).
+PROCESS_KEYS = ("alive:", "redis:since")
+
+
+def forget_takt_keys() -> None:
+    """Delete Takt's keys (TAKT_KEY_PREFIX) in the private Redis but the
+    live processes' own (PROCESS_KEYS); Celery's queues stay."""
+    from django.conf import settings
+
+    from runs.locks import get_redis
+
+    prefix = f"{settings.TAKT_KEY_PREFIX}:"
+    keep = tuple(prefix + k for k in PROCESS_KEYS)
+    client = get_redis()
+    keys = [
+        k
+        for k in client.scan_iter(match=prefix + "*", count=1000)
+        if not k.decode().startswith(keep)
+    ]
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture(autouse=True)
+def _redis_as_new(request: pytest.FixtureRequest) -> None:
+    """Each test starts without the Redis state of the tests before it on
+    its xdist worker: their database rows are gone (rolled back or flushed),
+    and so go the keys that mirror them or hang on their ids (a job's lock,
+    a run's cancel marker, the queue's pause and maintenance switches, the
+    group slots). Ids may be handed out again: a rolled-back transaction
+    gives SQLite's back, the browser tests restart them."""
+    if request.path.parent.name != "unit":
+        forget_takt_keys()
 
 
 @pytest.fixture(autouse=True)
@@ -97,11 +202,13 @@ def _flush_retried() -> Iterator[None]:
     def teardown(self: TransactionTestCase) -> None:
         for attempt in range(4):
             try:
-                return original(self)
+                original(self)
+                break
             except CommandError as exc:
                 if attempt == 3 or not isinstance(exc.__cause__, DatabaseError):
                     raise
                 time.sleep(0.5 * (attempt + 1))
+        _restore_migrated_rows()
 
     TransactionTestCase._fixture_teardown = teardown  # type: ignore[method-assign]
     yield

@@ -3,9 +3,13 @@
 `manage.py runserver` in UTC, from a browser in America/New_York.
 
 * The web server, worker and beat are the live processes of
-  tests/live_fixtures.py, started once per module with `server_env` below.
-* `browser` (per module) launches Chromium; a missing or broken Chromium
-  fails every test with what to install, it never skips.
+  tests/live_fixtures.py with `server_env` below: the web server once per
+  session (per xdist worker; it holds no state between requests that a
+  test could leave behind), a worker once per module and a beat per test
+  that asks for one.
+* `browser` (per session) launches Chromium; each test gets a fresh
+  context of it (cookies, storage). A missing or broken Chromium fails
+  every test with what to install, it never skips.
 * `page` (per test) is a fresh context (New York, en-US, 1280x900) logged
   in through the login page as `operator`; an uncaught JavaScript error or
   a failed request on it fails the test. A failed test's last screen is
@@ -20,9 +24,9 @@
 
 Playwright's sync API keeps an asyncio loop running in this thread, and
 Django's ORM refuses to run where a loop runs unless
-DJANGO_ALLOW_ASYNC_UNSAFE is set: `browser` sets it while the module's
-browser is up (tests here call the ORM only between browser steps, never
-concurrently with them).
+DJANGO_ALLOW_ASYNC_UNSAFE is set: `browser` sets it while the session's
+browser is up (tests call the ORM only between browser steps, never
+concurrently with them; the live processes never get the variable).
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ from tests.live_fixtures import (  # noqa: F401  (fixtures)
     beat,
     live_env,
     live_log_dir,
+    serve_web,
     start_process,
-    web,
     worker,
 )
 from tests.processes import ROOT
@@ -93,7 +97,15 @@ def headed() -> bool:
     return os.environ.get("TAKT_BROWSER_HEADED", "") == "1"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
+def web(live_env: dict[str, str], live_log_dir: Path) -> Iterator[str]:  # noqa: F811
+    """The web server of the session's browser tests (`serve_web` with
+    `live_env`); a module that needs other settings overrides it."""
+    with serve_web(live_env, live_log_dir) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     """Debian's Chromium, headless (a fresh profile per launch: Playwright
     makes a temporary user-data dir and removes it on close)."""
@@ -125,32 +137,14 @@ def _content_types_keep_their_ids(django_db_setup: Any, django_db_blocker: Any) 
     post_migrate makes the content types again with the same ids each time.
     The module's web server caches those ids for the admin's change log,
     and the flush that ends each transactional test gives them new ones:
-    "Add job" in a later test would fail its foreign key.
-
-    Takt's keys in Redis go too, before and after each test: with the ids
-    restarted, an earlier test's lock of job 1 or cancel marker of run 1
-    would hold back this test's job 1 or stop its run 1 (and the queue
-    switches would outlive their rows)."""
+    "Add job" in a later test would fail its foreign key. Takt's keys in
+    Redis for the restarted ids are gone too (tests/conftest.py,
+    `_redis_as_new`)."""
     from django.core.management import call_command
 
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, reset_sequences=True, verbosity=0)
-    forget_takt_keys()
     yield
-    forget_takt_keys()
-
-
-def forget_takt_keys() -> None:
-    """Delete Takt's own keys (TAKT_KEY_PREFIX) from the private Redis;
-    Celery's queues and bindings stay."""
-    from django.conf import settings
-
-    from runs.locks import get_redis
-
-    client = get_redis()
-    keys = list(client.scan_iter(match=f"{settings.TAKT_KEY_PREFIX}:*", count=1000))
-    if keys:
-        client.delete(*keys)
 
 
 @pytest.fixture
@@ -183,8 +177,8 @@ def operator(transactional_db: None) -> tuple[str, str]:
 
 @functools.cache
 def password_hash() -> str:
-    """The operator's password hashed once per session (hashing takes half
-    a second; the web server still checks it at each login)."""
+    """The operator's password hashed once per session (the web server
+    checks it at each login)."""
     from django.contrib.auth.hashers import make_password
 
     return make_password(OPERATOR[1])

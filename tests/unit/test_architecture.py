@@ -34,6 +34,7 @@ to dodge one.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -138,7 +139,11 @@ def imports_of(module: str) -> Iterator[Import]:
     yield from visit(tree, False, False)
 
 
-IMPORTS = [imp for module in MODULES for imp in imports_of(module)]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import of every module, parsed when a test first asks (not at
+    collection, which every xdist worker pays)."""
+    return [imp for module in MODULES for imp in imports_of(module)]
 
 
 def test_every_module_has_a_ring() -> None:
@@ -149,7 +154,7 @@ def test_imports_point_down_the_rings() -> None:
     wrong = [
         f"{imp.importer} ({RINGS[ring_of(imp.importer)]}) imports {imp.target}"
         f" ({RINGS[ring_of(imp.target)]}), line {imp.line}"
-        for imp in IMPORTS
+        for imp in all_imports()
         if imp.target in MODULES and ring_of(imp.target) > ring_of(imp.importer)
     ]
     assert not wrong, "\n".join(wrong)
@@ -181,7 +186,7 @@ def test_the_pure_core_loads_no_framework() -> None:
 
 def _cycle() -> list[str] | None:
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for imp in IMPORTS:
+    for imp in all_imports():
         if imp.target in MODULES and imp.target != imp.importer and not imp.type_checking:
             graph[imp.importer].add(imp.target)
     state: dict[str, int] = {}  # 1: on the path, 2: done
