@@ -188,13 +188,20 @@ def loop_first(job: Any) -> int:
 def append(job: Any) -> str:
     """Appends "<run id> <pid>" to the file params['path'] (O_APPEND: one
     line per execution, a side channel outside Takt's tables and Redis),
-    then sleeps params['seconds'] (default 0)."""
+    then sleeps params['seconds'] (default 0), or, with params['until'],
+    waits (at most 120 s) until that file exists: the test ends the run
+    when the state it needs is there, not after a guessed time."""
     fd = os.open(job.params["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, f"{job.run_id} {os.getpid()}\n".encode())
     finally:
         os.close(fd)
-    time.sleep(float(job.params.get("seconds", 0)))
+    if "until" in job.params:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(job.params["until"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    else:
+        time.sleep(float(job.params.get("seconds", 0)))
     return "appended"
 
 
