@@ -4,6 +4,8 @@
 #   make run                 everything on this machine: web, worker, beat,
 #                            flower (and a private Redis unless REDIS_URL is set)
 #   make test [ARGS="-k x"]  the pytest suite (DATABASE_URL=postgres://... for PostgreSQL)
+#   make test-stress         make test with a CPU burner per core beside it
+#                            (TAKT_STRESS_ROUNDS=3: three times in a row)
 #   make lint                ruff check + ruff format --check
 #   make screenshots         the browser tests on SQLite, saving docs/images/admin/*.png
 #   make chaos [ARGS=...]    the chaos test, long form (about 10 min; kills, Redis
@@ -15,7 +17,7 @@
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint screenshots chaos clean bench bench-quick
+.PHONY: help run test test-stress lint screenshots chaos clean bench bench-quick
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -25,6 +27,9 @@ run:
 
 test:
 	@bash deploy/dev/test.sh $(ARGS)
+
+test-stress:
+	@bash deploy/dev/stress.sh $(ARGS)
 
 lint:
 	@bash deploy/dev/lint.sh
