@@ -124,6 +124,7 @@ class _Load:
     ) -> None:
         self.counts = counts
         self.maintenance = maintenance
+        self.claimed: set[int] = set()  # variables a run of this batch will consume
         ids = {t.job.condition_variable_id for t in triggers or ()} - {None}
         self.variables = (
             {
@@ -146,7 +147,24 @@ class _Load:
         name, value = self.variables.get(job.condition_variable_id, ("?", None))
         condition = job_condition(job, name)
         assert condition is not None
-        return None if condition_met(condition, value) else condition_text(condition, value)
+        if not condition_met(condition, value):
+            return condition_text(condition, value)
+        if condition.consume and (
+            job.condition_variable_id in self.claimed or self.counts.get(job.pk, (0, 0))[1]
+        ):
+            # a run of the job waits to start and will consume this value:
+            # a second run for it would only be skipped when it starts
+            return CLAIMED % {"variable": name, "value": value}
+        return None
+
+    def claims(self, trigger: Trigger) -> bool:
+        """After a run was made for the trigger: True when its job's
+        condition consumes the value (no other run of this batch may count
+        on it)."""
+        if trigger.job.condition_variable_id is None or not trigger.job.condition_consume:
+            return False
+        self.claimed.add(trigger.job.condition_variable_id)
+        return True
 
     def admit(self, trigger: Trigger) -> tuple[Admission, str]:
         if self.maintenance and not allowed_in_maintenance(trigger.job):
@@ -223,6 +241,8 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
         else:
             admitted = (Admission.HOLD, "")  # catch-up runs of one claim go one by one
         runs.append(_new_run(trigger, planned, due_at, now=now, admitted=admitted))
+        if admitted[0] is not Admission.SKIP and load.claims(trigger):
+            break  # one result starts one run: the later fire times pass with no run
     if claim.skipped_times and claim.skipped_last is not None:
         catchups = [r for r in runs if r.trigger == RunTrigger.CATCHUP]
         if catchups:  # the latest catch-up run stands for the fire times passed over
@@ -233,6 +253,10 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
             runs.insert(0, _skipped_record(trigger, claim, now=now))
     return runs
 
+
+# Why a consumed condition holds a fire time back although its value is
+# accepted: a run that waits to start will consume it (F-32).
+CLAIMED = "condition held back: variable %(variable)r is %(value)s, and a run that waits to start will consume it"
 
 # The last unmet condition this beat logged per job: the decision log says
 # when a job's condition stops or starts holding it back, not every second.

@@ -248,3 +248,32 @@ def test_a_run_past_its_timeout_that_goes_on_says_so_in_its_variable(
     assert seen == [RunStatus.SUCCEEDED]
     variable.refresh_from_db()
     assert variable.value == 0
+
+
+def test_a_consumed_result_makes_one_run_while_that_run_waits_to_start(variable, redis_client):
+    """A slow worker: the reader's run for a result has not started (nor
+    consumed it) when its next fire times come; they pass with no run
+    rather than making runs its start would skip. Catch-up fire times of one
+    claim make one run too."""
+    job = make_job(
+        "reader", condition_variable=variable, condition_values=[0, 200], condition_consume=True
+    )
+    make_trigger(job, created_at=T0, kind="interval", interval_seconds=60)
+    variable.value = 200
+    variable.save()
+
+    run_tick(now=T0 + 180 * SECOND)  # three fire times due at once
+    run_tick(now=T0 + 240 * SECOND)  # and one more before its run started
+    run = job.runs.get()
+    held = [e for e in query(job_id=job.pk) if e["kind"] == "condition_not_met"]
+    assert [e["detail"] for e in held] == [
+        "condition held back: variable 'Import done' is 200, and a run that waits to start"
+        " will consume it"
+    ]
+    assert execute(run.pk, worker="w", clock=clock(T0 + 241 * SECOND)) == RunStatus.SUCCEEDED
+    assert not job.runs.exclude(status=RunStatus.SUCCEEDED).exists()
+
+    variable.value = 0  # a fresh result starts it again
+    variable.save()
+    run_tick(now=T0 + 300 * SECOND)
+    assert job.runs.count() == 2
