@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -112,8 +113,16 @@ WSGI_APPLICATION = "scheduler_project.wsgi.application"
 # DATABASE_URL selects PostgreSQL (postgres://user@host:5432/name); the
 # default is a SQLite file under var/.
 _default_sqlite = f"sqlite:///{VAR_DIR / 'takt.sqlite3'}"
+# `manage.py runserver` (make run's web) serves each request in a thread of
+# its own that ends with it: a connection kept for CONN_MAX_AGE would stay
+# open until the garbage collector found it, and on PostgreSQL a busy page
+# ran the server out of connections. So it closes each at the request's end.
+_PER_REQUEST_THREADS = sys.argv[1:2] == ["runserver"]
 try:
-    _db = dj_database_url.parse(env_str("DATABASE_URL", "") or _default_sqlite, conn_max_age=60)
+    _db = dj_database_url.parse(
+        env_str("DATABASE_URL", "") or _default_sqlite,
+        conn_max_age=0 if _PER_REQUEST_THREADS else 60,
+    )
 except Exception as exc:  # dj-database-url raises plain ValueErrors
     raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
 if _db["ENGINE"] == "django.db.backends.sqlite3":

@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,15 +65,75 @@ def _takt_test_settings(redis_url: str) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> None:
+def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     """The migrations make the built-in hourly "Takt maintenance" job; tests
     that count triggers or run a beat must not see it fire, so its trigger
-    is switched off in the test databases."""
+    is switched off in the test databases. At the end, no other session may
+    still use the test database (checked before it is dropped)."""
     from jobs.models import Trigger
 
     with django_db_blocker.unblock():
         Trigger.objects.filter(job__target="takt.maintenance").update(active=False)
         MIGRATED_ROWS.append(_takt_rows())
+    yield
+    with django_db_blocker.unblock():
+        _no_session_left()
+
+
+def _no_session_left() -> None:
+    """PostgreSQL refuses to drop a database another session uses. The
+    connections of this process's ended threads are garbage (closed when
+    collected); any other session is a process or thread a test left
+    running: it is named, ended so the database can go, and fails the run."""
+    import gc
+
+    from django.db import connection, connections
+
+    if connection.vendor != "postgresql":
+        return
+    connections.close_all()
+    gc.collect()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, application_name, client_port, state, left(query, 200)"
+            " FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        )
+        others = cursor.fetchall()
+        for pid, *_ in others:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    connection.close()
+    if others:
+        described = "; ".join(
+            f"backend {pid} ({app or 'no application name'}, client port {port}"
+            f" of {_owner_of_port(port)}, {state}: {query!r})"
+            for pid, app, port, state, query in others
+        )
+        raise AssertionError(f"sessions left on the test database at the end: {described}")
+
+
+def _owner_of_port(port: int | None) -> str:
+    """The process holding a local TCP port, as `ss` names it."""
+    import subprocess
+
+    if port is None or port < 0:
+        return "a Unix socket"
+    try:
+        out = subprocess.run(
+            ["ss", "-tnpH", f"sport = :{port}"], capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "an unknown process"
+    pids = re.findall(r"pid=(\d+)", out)
+    names = []
+    for pid in dict.fromkeys(pids):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            cmd = "?"
+        mine = " (this pytest process)" if int(pid) == os.getpid() else ""
+        names.append(f"pid {pid}{mine}: {cmd.strip()[:160]}")
+    return ", ".join(names) or "an unknown process"
 
 
 # Takt's rows as the migrations left them (the built-in jobs, the disabled

@@ -30,15 +30,19 @@ from tests.live_fixtures import holds_for
 from tests.pgcluster import PrivateCluster, server_binaries
 from tests.processes import ROOT, Proc, free_port
 
+# The restart's length (the 30 s: TAKT_TEST_OUTAGE_SECONDS=30).
+OUTAGE_S = int(os.environ.get("TAKT_TEST_OUTAGE_SECONDS", "10"))
+
 pytestmark = [
     pytest.mark.e2e,
+    # a private PostgreSQL cluster stopped and started again, the outage
+    # (TAKT_TEST_OUTAGE_SECONDS) and the catch-up: 15 to 25 s each alone
+    pytest.mark.timeout(120 + 2 * OUTAGE_S),
     # live_env needs the test database (the processes here use the private cluster's)
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(server_binaries() is None, reason="PostgreSQL's server is not installed"),
 ]
 
-# The restart's length (the 30 s: TAKT_TEST_OUTAGE_SECONDS=30).
-OUTAGE_S = int(os.environ.get("TAKT_TEST_OUTAGE_SECONDS", "10"))
 DB = "takt"
 
 

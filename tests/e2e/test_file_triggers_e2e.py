@@ -84,6 +84,8 @@ def test_a_run_file_starts_its_job_once_and_is_consumed(tmp_path, worker, beat):
     assert run.trigger == RunTrigger.FILE
 
 
+# two beats, a kill and the lock's TTL: about 20 s alone
+@pytest.mark.timeout(120)
 def test_two_beats_on_one_folder_start_one_run_per_file_and_survive_the_holder_killed(
     tmp_path, worker, beat
 ):

@@ -78,6 +78,9 @@ CUT_OFF_GAP = (
         ),
     ],
 )
+# three Redis, three sentinels, a failover and its timeouts: about 40 s
+# alone, twice that beside CPU burners
+@pytest.mark.timeout(180)
 def test_a_master_failover_doubles_no_run_and_the_runs_go_on(cluster, start_process, tmp_path, how):
     side_channel = tmp_path / "executions.log"
     env = {

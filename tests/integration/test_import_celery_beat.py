@@ -449,6 +449,8 @@ def test_the_next_20_fire_times_match_django_celery_beat_but_where_takt_is_right
     print("\n".join(report))
 
 
+# migrates a second database for django-celery-beat in a subprocess: 10 to 20 s alone
+@pytest.mark.timeout(120)
 def test_another_database_by_url(tmp_path):
     """As an operator does it, from a shell: the old project's database named
     by URL; its tables read there, the jobs made in Takt's, the

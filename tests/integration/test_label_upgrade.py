@@ -136,6 +136,8 @@ def tables(url: str, code: Path, tmp_path: Path) -> set[str]:
     return set(out.split())
 
 
+# migrates two databases from an old release's labels in subprocesses: 20 to 30 s alone
+@pytest.mark.timeout(180)
 def test_an_installation_with_the_old_labels_upgrades_with_migrate(
     old_code: Path, database_url: str, tmp_path: Path
 ) -> None:
