@@ -80,12 +80,34 @@ def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Iterator[No
         _no_session_left()
 
 
-def _no_session_left() -> None:
+@pytest.fixture(scope="module", autouse=True)
+def _no_connection_left_by_the_module(
+    request: pytest.FixtureRequest, django_db_blocker: Any
+) -> Iterator[None]:
+    """On PostgreSQL: after a test file (its module-scoped processes
+    stopped), no thread of this process may still hold a connection of its
+    own. One left open is found here, naming the file, rather than at the
+    end, where it kept the test database from being dropped."""
+    yield
+    if request.path.parent.name == "unit" or not _on_postgresql():
+        return
+    with django_db_blocker.unblock():
+        _no_session_left(f"after {request.path.name}", only_this_process=True)
+
+
+def _on_postgresql() -> bool:
+    from django.conf import settings
+
+    return "postgresql" in settings.DATABASES["default"]["ENGINE"]
+
+
+def _no_session_left(when: str = "at the end", *, only_this_process: bool = False) -> None:
     """PostgreSQL refuses to drop a database another session uses. The
     connections of this process's ended threads are garbage (closed when
     collected); any other session is a process or thread a test left
     running: it is named, ended so the database can go, and fails the run."""
     import gc
+    import threading
 
     from django.db import connection, connections
 
@@ -93,11 +115,16 @@ def _no_session_left() -> None:
         return
     connections.close_all()
     gc.collect()
+    ports = _ports_of_this_process() if only_this_process else None
+    if ports is not None and not ports:
+        return
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid, application_name, client_port, state, left(query, 200)"
             " FROM pg_stat_activity WHERE datname = current_database()"
             " AND pid <> pg_backend_pid()"
+            + ("" if ports is None else " AND client_port = ANY(%s)"),
+            [] if ports is None else [sorted(ports)],
         )
         others = cursor.fetchall()
         for pid, *_ in others:
@@ -109,7 +136,35 @@ def _no_session_left() -> None:
             f" of {_owner_of_port(port)}, {state}: {query!r})"
             for pid, app, port, state, query in others
         )
-        raise AssertionError(f"sessions left on the test database at the end: {described}")
+        threads = ", ".join(t.name for t in threading.enumerate())
+        raise AssertionError(
+            f"sessions left on the test database {when}: {described}; this process's"
+            f" threads: {threads}"
+        )
+
+
+def _ports_of_this_process() -> set[int]:
+    """The local TCP ports of this process's sockets (/proc/net/tcp)."""
+    fds = Path("/proc/self/fd")
+    inodes = set()
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def _owner_of_port(port: int | None) -> str:

@@ -15,13 +15,13 @@ import pytest
 from cronsim import CronSim
 from django.utils import timezone
 from playwright.sync_api import Locator, Page, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from jobs.models import Job, Trigger
 from runs.models import Run
 from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import past_run
 from tests.browser.pages import FORECAST, TIMELINE, Shot
+from tests.live_fixtures import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -71,6 +71,20 @@ CELLS = """chart => {
   const cells = boxes.filter(b => b.size === cell);
   return {coloured: cells.filter(b => !b.grey).length, grey: cells.filter(b => b.grey).length};
 }"""
+
+
+def stable_box(locator: Locator) -> dict[str, float]:
+    """The element's bounding box once three reads 100 ms apart agree."""
+    seen: list[object] = []
+
+    def still() -> object:
+        seen.append(locator.bounding_box())
+        return seen[-1] is not None and seen[-3:] == [seen[-1]] * 3
+
+    wait_until(still, 20, "the bar to stand still")
+    box = seen[-1]
+    assert isinstance(box, dict)
+    return box
 
 
 def ready(chart: Locator) -> Locator:
@@ -139,19 +153,13 @@ def test_the_timeline_draws_the_runs_and_fire_times_and_opens_a_run(page: Page, 
     bar = chart.locator(f"svg path[fill='{failed_colour}']")
     expect(bar).to_have_count(1)
     opened = re.compile(rf"/admin/takt_runs/run/{made['failed'].pk}/change/$")
-    # The bar is a few pixels wide and the chart may still be settling (its
-    # animation, slower on a busy machine): click where it is now, again if
-    # the page stayed.
-    for _attempt in range(5):
-        box = bar.bounding_box()
-        assert box is not None
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        try:
-            page.wait_for_url(opened, timeout=2000)
-            break
-        except PlaywrightTimeoutError:
-            continue
-
+    # The bar is a few pixels wide and the chart may still be laying itself
+    # out (slower on a busy machine): click its middle once it stands still,
+    # then wait for the page it opens (a click is never repeated: a second
+    # one would land on the run's page while it loads).
+    box = stable_box(bar)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(page).to_have_url(opened, timeout=30_000)
     expect(page).to_have_url(re.compile(rf"/admin/takt_runs/run/{made['failed'].pk}/change/$"))
     assert Run.objects.get(pk=made["failed"].pk).status == "failed"
 
