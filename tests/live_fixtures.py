@@ -151,12 +151,29 @@ def start_process(live_env: dict[str, str], live_log_dir: Path) -> Iterator[Call
 
 
 @pytest.fixture(scope="module")
-def worker(start_process: Callable[..., Proc]) -> Iterator[Proc]:
+def worker(start_process: Callable[..., Proc], django_db_blocker: Any) -> Iterator[Proc]:
     """A worker for the module's tests, stopped at its end (a worker left
     running would take the runs that later tests publish)."""
     proc = start_process("worker")
     yield proc
     proc.stop()
+    forget_process_heartbeats(django_db_blocker)
+
+
+def forget_process_heartbeats(django_db_blocker: Any) -> None:
+    """Delete the heartbeats of Takt's processes (`worker:<name>`,
+    `beat@<host>`) once they are stopped. A worker reports from a thread of
+    its own every 30 s and a beat from its tick, also after the last test's
+    flush: the row would stay for the tests after it on this xdist worker
+    (a landing page counting one heartbeat `up` too many)."""
+    from django.db.models import Q
+
+    from heartbeats.models import Heartbeat
+
+    with django_db_blocker.unblock():
+        Heartbeat.objects.filter(
+            Q(name__startswith="worker:") | Q(name__startswith="beat@"), job__isnull=True
+        ).delete()
 
 
 @pytest.fixture
@@ -215,6 +232,7 @@ def _stop_what_the_test_started(request: pytest.FixtureRequest) -> Iterator[None
         yield
         return
     started: list[Proc] = request.getfixturevalue("start_process").started
+    blocker = request.getfixturevalue("django_db_blocker")
     before = len(started)
     yield
     for proc in started[before:]:
@@ -222,3 +240,5 @@ def _stop_what_the_test_started(request: pytest.FixtureRequest) -> Iterator[None
         # Shown by pytest with a failed test's report only: what each
         # process the test started said.
         print(f"----- {proc.name} ({proc.log_path}) -----\n{proc.log()[-6000:]}")
+    if started[before:]:
+        forget_process_heartbeats(blocker)
