@@ -114,6 +114,14 @@ class Watch:
         return takes(self.spec, path)
 
 
+# A file's modification time comes from the file system's coarse clock
+# (Linux: the last timer tick, up to 10 ms behind; FAT and some network
+# shares: 2 s steps): a file written just after its trigger was created may
+# carry a time before it. Files changed less than this before the trigger
+# count as new to it.
+MTIME_SLACK_S = 2.0
+
+
 def wanted_watches(*, now: datetime) -> dict[str, list[Watch]]:
     """folder -> what to do there: the active file triggers, and the RUN-file
     folders of the settings."""
@@ -353,7 +361,7 @@ class _Folder:
             for watch in watches:
                 if not watch.takes(path) or watch.done.get(path) == state:
                     continue
-                if state[1] < watch.since.timestamp() * 1e9:
+                if state[1] < (watch.since.timestamp() - MTIME_SLACK_S) * 1e9:
                     continue
                 with self.watcher.lock:
                     if path not in watch.settler.pending:

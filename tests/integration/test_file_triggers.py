@@ -383,3 +383,22 @@ def test_a_redis_that_lost_its_data_costs_the_watcher_its_lease_for_one_refresh_
     (tmp_path / "a.csv").write_bytes(b"a")
     settle(watcher, clock)
     assert Run.objects.filter(job=job).count() == 1
+
+
+def test_a_file_stamped_a_moment_before_its_trigger_by_a_coarse_clock_is_new(
+    tmp_path, clock, watchers
+):
+    """The file system stamps a file with its coarse clock (the last timer
+    tick): a file written right after its trigger was saved can carry a time
+    a few milliseconds before it. It is found by the scan all the same; a
+    file that was there long before is not."""
+    job = make_job("import")
+    trigger = file_trigger(job, tmp_path, watch_pattern="*.csv")
+    created_ns = int(trigger.created_at.timestamp() * 1e9)
+    fresh, old = tmp_path / "fresh.csv", tmp_path / "old.csv"
+    fresh.write_bytes(b"fresh")
+    old.write_bytes(b"old")
+    os.utime(fresh, ns=(created_ns - 4_000_000, created_ns - 4_000_000))  # one tick before
+    os.utime(old, ns=(created_ns - 3600 * 10**9, created_ns - 3600 * 10**9))  # an hour before
+    settle(watchers("a"), clock)
+    assert [r.params["path"] for r in Run.objects.filter(job=job)] == [str(fresh)]
