@@ -131,8 +131,15 @@ def test_the_beat_marks_a_killed_workers_runs_lost_within_the_ttl_and_the_job_ru
     assert retried_run.message == f"{LOST_MESSAGE}; retry 1 of 1 in 60 s"
     retry = Run.objects.get(retry_of=retried_run)
     assert (retry.status, retry.trigger, retry.attempt) == (RunStatus.QUEUED, RunTrigger.RETRY, 2)
-    log = checker.log()
-    assert [log.count(f"run {r.pk} of job {r.job_id} lost") for r in (first, retried_run)] == [1, 1]
+    lines = [f"run {r.pk} of job {r.job_id} lost" for r in (first, retried_run)]
+
+    # the beat logs each after the commit that marked them: wait for both lines
+    def both_logged() -> str | None:
+        text = checker.log()
+        return text if all(line in text for line in lines) else None
+
+    log = wait_until(both_logged, 10, "the beat's lines for both lost runs")
+    assert [log.count(line) for line in lines] == [1, 1]  # each marked once
 
     # The job is free at once: the first fire time recorded after the
     # marking (the same tick may record one, just after its check) is not
