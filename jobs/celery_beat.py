@@ -30,7 +30,7 @@ from django.db.models import CharField
 from django.db.models.functions import Cast
 from django.utils import timezone as dj_timezone
 
-from jobs import registry
+from jobs import capabilities, registry
 from jobs.core.celery_beat import (
     BeatTask,
     Clocked,
@@ -46,6 +46,10 @@ from jobs.errors import TaktError
 from jobs.exchange import InvalidDefinition
 from jobs.importing import ImportItem, import_jobs
 from jobs.models import Job, Trigger
+
+# import_celery_beat is a command of the shell (trusted as the shell): its
+# PeriodicTasks call Celery tasks by name; no scripts come from them.
+BEAT_GRANTED = frozenset(capabilities.ALL) - {capabilities.SCRIPTS}
 
 SOURCE_ALIAS = "takt_celery_beat_source"
 
@@ -320,7 +324,9 @@ def check_each(translations: list[Translation], *, now: datetime, by: str) -> No
         if translation.definition is None:
             continue
         try:
-            import_jobs([translation.definition], now=now, by=by, dry_run=True, scripts=False)
+            import_jobs(
+                [translation.definition], now=now, by=by, dry_run=True, granted=BEAT_GRANTED
+            )
         except InvalidDefinition as exc:
             translation.fail("; ".join(f"{f}: {m}" if f else m for _, f, m in exc.problems))
 
@@ -367,7 +373,7 @@ def import_celery_beat(
     entries = [t.definition for t in imported]
     to_disable = [t.task.id for t in imported if not t.keep_source]
     with transaction.atomic(using=using), transaction.atomic():
-        result.items = import_jobs(entries, now=now, by=by, dry_run=dry_run, scripts=False)
+        result.items = import_jobs(entries, now=now, by=by, dry_run=dry_run, granted=BEAT_GRANTED)
         if disable_source:
             result.disabled = _disable(to_disable, using=using, now=now, dry_run=dry_run)
     return result

@@ -30,13 +30,15 @@ import runs in two passes:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 
+from jobs import capabilities
+from jobs.capabilities import SCRIPTS, Capability
 from jobs.definitions import DefinitionPlan, save_definition
 from jobs.exchange import (
     Definition,
@@ -74,7 +76,7 @@ def import_jobs(
     by: str,
     dry_run: bool = False,
     on_progress: ImportProgress | None = None,
-    scripts: bool = False,
+    granted: Collection[Capability] = (),
 ) -> list[ImportItem]:
     """Create or update the jobs in `entries` (a list in the export format):
     check every entry, then save them all in one transaction (all or
@@ -84,10 +86,11 @@ def import_jobs(
     (entry number, key, name) and field, and then nothing stored changes; a
     job whose key or id belongs to a job declared in code is refused.
     `dry_run`: plan only. `on_progress` is called after each entry is
-    checked and each is saved. `scripts`: whether whoever imports may
-    create or change script jobs (a superuser, or the shell's
-    `manage.py import_jobs`); without it an entry that would create or
-    change one is refused on `kind` (jobs.scripts). Returns the items in
+    checked and each is saved. `granted`: the capabilities of whoever
+    imports (jobs.capabilities: all of them for the shell's `manage.py
+    import_jobs`); an entry that would create or change a job needing one
+    it lacks is refused on the field it concerns (a script job on `kind`
+    before its source is checked). Returns the items in
     the file's order."""
     if not isinstance(entries, list):
         raise InvalidDefinition([("file ", "", "expected a list of jobs (as export_jobs writes)")])
@@ -95,7 +98,7 @@ def import_jobs(
     report = on_progress or (lambda done, total, note: None)
     jobs = FileJobs.of(entries, [_label(n, raw) for n, raw in enumerate(entries, start=1)])
     checked = _check(
-        entries, jobs, now=now, scripts=scripts, report=lambda n, note: report(n, steps, note)
+        entries, jobs, now=now, granted=granted, report=lambda n, note: report(n, steps, note)
     )
     if dry_run and not any(entry.refs for entry in checked):
         return [entry.item for entry in checked if entry.item is not None]
@@ -106,7 +109,7 @@ def import_jobs(
             now=now,
             by=by,
             dry_run=dry_run,
-            scripts=scripts,
+            granted=granted,
             report=lambda n, note: report(len(entries) + n, steps, note),
         )
         if dry_run:
@@ -134,7 +137,7 @@ def _check(
     jobs: FileJobs,
     *,
     now: datetime,
-    scripts: bool,
+    granted: Collection[Capability],
     report: Callable[[int, str], None],
 ) -> list[_Entry]:
     problems: list[tuple[str, str, str]] = []
@@ -157,7 +160,7 @@ def _check(
             if entry.refs:
                 _precheck(job, definition, entry.refs, where=where, now=now)
             else:
-                entry.item = _item(job, definition, where=where, now=now, scripts=scripts)
+                entry.item = _item(job, definition, where=where, now=now, granted=granted)
         except InvalidDefinition as exc:
             problems += exc.problems
             continue
@@ -197,10 +200,15 @@ def _precheck(
 
 
 def _item(
-    job: Job | None, definition: Definition, *, where: str, now: datetime, scripts: bool
+    job: Job | None,
+    definition: Definition,
+    *,
+    where: str,
+    now: datetime,
+    granted: Collection[Capability],
 ) -> ImportItem:
     stored_kind = job.kind if job is not None else None
-    if not scripts and touches_scripts(stored_kind, definition.values.get("kind")):
+    if SCRIPTS not in granted and touches_scripts(stored_kind, definition.values.get("kind")):
         # Before validation, which would tell whether scripts are on or how
         # the script compiles.
         if job is None or _changes_job(job, definition, where=where, now=now):
@@ -208,11 +216,26 @@ def _item(
     before = job_state(job)
     plan = plan_job(job, definition, where=where, now=now)
     changes = plan_changes(before, plan)
+    if plan.creates or changes:
+        # What the job can do, before and after: a capability the importer
+        # lacks refuses the entry on the field it concerns.
+        lacking = set(capabilities.needed_by_plan(plan)) - set(granted)
+        if job is not None:
+            lacking |= set(capabilities.needed_by_job(job)) - set(granted)
+        if lacking:
+            errors = capabilities.refusals(lacking)
+            raise InvalidDefinition(
+                [
+                    (where, field, f"{' '.join(texts)}: {NOT_GRANTED}")
+                    for field, texts in errors.items()
+                ]
+            )
     action = "create" if plan.creates else ("update" if changes else "unchanged")
     return ImportItem(action, where.rstrip(": "), changes, plan)
 
 
-NOT_SUPERUSER = "this import was started by a user who is not a superuser"
+NOT_SUPERUSER = "this import was started by a user who may not write scripts"
+NOT_GRANTED = "the user who started this import does not have it"
 
 
 def _changes_job(job: Job, definition: Definition, *, where: str, now: datetime) -> bool:
@@ -232,7 +255,7 @@ def _save(
     now: datetime,
     by: str,
     dry_run: bool,
-    scripts: bool,
+    granted: Collection[Capability],
     report: Callable[[int, str], None],
 ) -> list[ImportItem]:
     """Pass 2 (in the caller's transaction): save the entries, each after
@@ -245,7 +268,7 @@ def _save(
     for done, position in enumerate(order, start=1):
         entry = entries[position]
         try:
-            item = entry.item or _replan(entry, jobs, now=now, scripts=scripts)
+            item = entry.item or _replan(entry, jobs, now=now, granted=granted)
         except InvalidDefinition as exc:
             problems += exc.problems
             continue
@@ -261,7 +284,9 @@ def _save(
     return [items[entry.position] for entry in checked]
 
 
-def _replan(entry: _Entry, jobs: FileJobs, *, now: datetime, scripts: bool) -> ImportItem:
+def _replan(
+    entry: _Entry, jobs: FileJobs, *, now: datetime, granted: Collection[Capability]
+) -> ImportItem:
     """Plan an entry that names others of the file, now that they are saved."""
     definition = parse_definition(entry.raw, where=entry.where, resolve=jobs.resolve)
     left = pending_references(*_parts(definition))
@@ -273,7 +298,7 @@ def _replan(entry: _Entry, jobs: FileJobs, *, now: datetime, scripts: bool) -> I
             ]
         )
     job = Job.objects.filter(pk=entry.job.pk).first() if entry.job is not None else None
-    return _item(job, definition, where=entry.where, now=now, scripts=scripts)
+    return _item(job, definition, where=entry.where, now=now, granted=granted)
 
 
 def _label(n: int, raw: Any) -> str:
@@ -317,7 +342,7 @@ def import_text(
     by: str,
     dry_run: bool = False,
     on_progress: ImportProgress | None = None,
-    scripts: bool = False,
+    granted: Collection[Capability] = (),
 ) -> list[ImportItem]:
     """Parse `text` (`fmt`: yaml or json) and import it (see `import_jobs`;
     `by` is recorded on pauses it sets and on the audit rows of scripts).
@@ -329,7 +354,7 @@ def import_text(
         by=by,
         dry_run=dry_run,
         on_progress=on_progress,
-        scripts=scripts,
+        granted=granted,
     )
 
 
@@ -349,10 +374,12 @@ class ImportCheck:
         return not self.problems
 
 
-def check_text(text: str, fmt: str, *, now: datetime, scripts: bool = False) -> ImportCheck:
-    """The plan of importing `text`, writing nothing (`scripts`: as import_jobs)."""
+def check_text(
+    text: str, fmt: str, *, now: datetime, granted: Collection[Capability] = ()
+) -> ImportCheck:
+    """The plan of importing `text`, writing nothing (`granted`: as import_jobs)."""
     try:
-        items = import_text(text, fmt, now=now, by="dry run", dry_run=True, scripts=scripts)
+        items = import_text(text, fmt, now=now, by="dry run", dry_run=True, granted=granted)
         return ImportCheck(items=items)
     except InvalidDefinition as exc:
         return ImportCheck(problems=problem_texts(exc))

@@ -15,6 +15,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from jobs.calendars import HolidayCalendar
+from jobs.capabilities import PERMISSIONS
 from jobs.command_fields import CommandFields
 from jobs.core.system import SYSTEM_FUNCTIONS
 from jobs.policies import (
@@ -276,6 +277,17 @@ class Job(CommandFields, models.Model):
         choices=ApiTriggerPermission.choices,
         default=ApiTriggerPermission.OFF,
     )
+    # Least privilege: which run params a caller of the API may set
+    # (jobs.validation.check_caller_params, docs/security.md).
+    caller_params = models.JSONField(
+        _("params a caller may set"),
+        default=list,
+        blank=True,
+        help_text=_(
+            'The keys of the run params a caller of the API may set, e.g. ["date", "region"];'
+            ' ["*"]: any key. Empty: none, a run gets the job\'s params.'
+        ),
+    )
     # F-104: a job paused with a note is not scheduled (like a disabled one,
     # a past due time is caught up per its missed-run policy on resume).
     paused = models.BooleanField(_("paused"), default=False)
@@ -325,6 +337,8 @@ class Job(CommandFields, models.Model):
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
         ordering = ["name", "id"]
+        # What is dangerous has a permission of its own (jobs.capabilities).
+        permissions = PERMISSIONS
         # The job list pages through jobs in this order (100,000 of them).
         indexes = [models.Index(fields=["name", "id"], name="job_name_idx")]
 

@@ -121,3 +121,12 @@ class IntervalAnchorChoice(models.TextChoices):
 # "Takt operations" job) and a parent's children. Not offered in the admin,
 # refused through the API and RUN files.
 INTERNAL_TARGETS = frozenset({"takt.operation", "takt.children"})
+# Targets no job but a built-in one may name: the operations job's (its
+# runs act for whoever started them) and Celery's own tasks (celery.*:
+# chords, backend cleanup). A parent names takt.children, which does nothing.
+RESERVED_TARGETS = frozenset({"takt.operation"})
+BUILTIN_KEYS = frozenset({"takt.operations"})
+
+
+def reserved_target(target: str) -> bool:
+    return target in RESERVED_TARGETS or target.startswith("celery.")

@@ -31,6 +31,9 @@ _DECLARED: dict[str, dict[str, Any]] = {}
 # F-29: the maintenance allow-list, the names registered with
 # allowed_during_maintenance=True (Takt's own: runs/takt_jobs.py).
 _ALLOWED_IN_MAINTENANCE: set[str] = set()
+# Params only the job sets, never a caller's run params (registered name ->
+# keys), e.g. where takt.remote_run sends its token.
+_JOB_ONLY_PARAMS: dict[str, frozenset[str]] = {}
 
 
 class UnknownTarget(LookupError):
@@ -41,10 +44,18 @@ class UnknownTarget(LookupError):
 def takt_job(name_or_func: F) -> F: ...
 @overload
 def takt_job(
-    name_or_func: str | None = None, *, allowed_during_maintenance: bool = False, **declaration: Any
+    name_or_func: str | None = None,
+    *,
+    allowed_during_maintenance: bool = False,
+    job_only_params: tuple[str, ...] = (),
+    **declaration: Any,
 ) -> Callable[[F], F]: ...
 def takt_job(
-    name_or_func: Any = None, *, allowed_during_maintenance: bool = False, **declaration: Any
+    name_or_func: Any = None,
+    *,
+    allowed_during_maintenance: bool = False,
+    job_only_params: tuple[str, ...] = (),
+    **declaration: Any,
 ) -> Any:
     """Register a function as a job target. The function receives one
     argument, the run's context (``job.log()``, ``job.params`` ...).
@@ -63,7 +74,11 @@ def takt_job(
     maintenance allow-list (F-29): jobs that run it start while maintenance
     mode is on or the queue is paused (a log-off or clean-up hook for a
     maintenance window); every other job's start is refused then. Only code
-    decides this: no setting in the admin or the API widens the list."""
+    decides this: no setting in the admin or the API widens the list.
+
+    ``job_only_params=("url", …)`` names params only the job sets: a
+    caller's run params (the API's) may not name them, whatever the job's
+    `caller_params` allow (docs/security.md)."""
 
     def register(func: F, name: str | None) -> F:
         key = name or f"{func.__module__}.{func.__qualname__}"
@@ -78,6 +93,8 @@ def takt_job(
         _REGISTRY[key] = func
         if allowed_during_maintenance:
             _ALLOWED_IN_MAINTENANCE.add(key)
+        if job_only_params:
+            _JOB_ONLY_PARAMS[key] = frozenset(job_only_params)
         if declaration:
             _DECLARED[key] = dict(declaration)
         return func
@@ -96,6 +113,11 @@ def allowed_in_maintenance(target: str) -> bool:
     """Whether the callable registered as `target` is on the maintenance
     allow-list (F-29)."""
     return target in _ALLOWED_IN_MAINTENANCE
+
+
+def job_only_params(target: str) -> frozenset[str]:
+    """The params of the function registered as `target` that only its job sets."""
+    return _JOB_ONLY_PARAMS.get(target, frozenset())
 
 
 def allowed_names() -> list[str]:

@@ -1,7 +1,8 @@
 """Who may touch script jobs, and the audit of every change of a script
 (F-02 `script`).
 
-* Only superusers create, change, delete or run script jobs, in the admin,
+* Only users with `takt_jobs.write_scripts` (superusers, and whom they
+  grant it) create, change, delete or run script jobs, in the admin,
   through the API and by importing; `may_write_scripts` says whether a
   user may, `superuser_named` the same for the user name an operation
   (an import started in the admin) carries. `touches_scripts` says whether
@@ -24,6 +25,7 @@ from django.contrib.auth import get_user_model
 from django.dispatch import Signal
 from django.utils.translation import gettext_noop
 
+from jobs.capabilities import SCRIPTS, holds
 from jobs.core.script import script_diff
 from jobs.models import Job
 from jobs.policies import JobKind
@@ -32,7 +34,10 @@ log = logging.getLogger("takt.jobs")
 
 # Marked, not translated here: the API and operations keep it as it is;
 # the admin shows gettext(SUPERUSERS_ONLY).
-SUPERUSERS_ONLY = gettext_noop("only superusers may create, change, delete or run script jobs")
+SUPERUSERS_ONLY = gettext_noop(
+    "only users with the permission “Can create, change and run script jobs”"
+    " may create, change, delete or run script jobs"
+)
 
 # Sent with job_id, job_name, action ("create script", "change script",
 # "delete script"), diff (unified) and by (who).
@@ -41,17 +46,14 @@ script_changed = Signal()
 
 def may_write_scripts(user: Any) -> bool:
     """Whether `user` (a Django user, or None) may create, change, delete or
-    run script jobs: an active superuser."""
-    return bool(
-        user is not None
-        and getattr(user, "is_active", False)
-        and getattr(user, "is_superuser", False)
-    )
+    run script jobs: an active user with `takt_jobs.write_scripts`
+    (jobs.capabilities; superusers have it)."""
+    return holds(user, SCRIPTS)
 
 
 def superuser_named(username: object) -> bool:
-    """Whether `username` names an active superuser (for an operation that
-    carries the name of who started it)."""
+    """Whether `username` names an active user who may write scripts (for
+    an operation that carries the name of who started it)."""
     if not isinstance(username, str) or not username:
         return False
     model = get_user_model()

@@ -25,6 +25,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
+from jobs import capabilities
 from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.definitions import (
     JOB_FIELDS,
@@ -310,7 +311,23 @@ class JobSerializer(ModelRulesSerializer):
             plan = plan_definition(self.instance, attrs, triggers, now=timezone.now())
         except DjangoValidationError as exc:
             raise serializers.ValidationError(django_errors(exc)) from None
+        self._check_capabilities(attrs, triggers, plan)
         return {"plan": plan}
+
+    def _check_capabilities(self, attrs: dict[str, Any], triggers: Any, plan: Any) -> None:
+        """What the job can do, before and after the change, needs the
+        caller's capabilities (jobs.capabilities): 403 naming the field.
+        Only the operator's fields (enabled, the pause) need none. Without
+        a request (an import) the importer checks (jobs.importing)."""
+        request = self.context.get("request")
+        if request is None:
+            return
+        if self.instance is not None and triggers is None and set(attrs) <= OPERATOR_FIELDS:
+            return
+        needed = capabilities.needed_by_plan(plan) | capabilities.needed_by_job(self.instance)
+        lacking = capabilities.missing(request.user, needed)
+        if lacking:
+            raise PermissionDenied(capabilities.refusals(lacking))
 
     def _check_scripts(self, attrs: dict[str, Any], triggers: list[Any] | None) -> None:
         """Through the API only a superuser creates or changes a script job

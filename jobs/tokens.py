@@ -1,9 +1,11 @@
 """API tokens (F-41, F-42): a secret sent as `Authorization: Bearer <token>`.
 
 A token either acts for a user (with that user's model permissions), or is
-scoped to one job: then it may only start that job (when the job's API
-trigger permission admits tokens) and read that job's runs. That is how
-another Takt installation triggers a job here without an account.
+scoped to one job, with or without a user: then it may only start that job
+(when the job's API trigger permission admits tokens, and while its user,
+if any, holds the capabilities the job needs) and read that job's runs.
+That is how another Takt installation triggers a job here without an
+account. Who may make which token: jobs/admin/tokens.py.
 
 Only a SHA-256 of the secret is stored; the secret is shown once, when the
 token is made (`manage.py create_api_token`, or the admin). Tokens look like

@@ -28,13 +28,16 @@ from jobs.core.rules import validate_overlap_rules, validate_retry_rules
 from jobs.core.script import check_script
 from jobs.core.system import validate_system
 from jobs.core.watch import takes
+from jobs.errors import InvalidInput
 from jobs.i18n import error_text
 from jobs.policies import (
     ALL_WEEKDAYS,
+    BUILTIN_KEYS,
     JobKind,
     OverlapPolicy,
     TimeoutAction,
     TriggerKind,
+    reserved_target,
 )
 from jobs.specs import (
     NOTIFY_EVENTS,
@@ -80,6 +83,18 @@ def validate_job(job: Job) -> None:
                 % {"kind": job.kind, "kinds": ", ".join(JobKind.values)}
             }
         )
+    if (
+        job.kind == JobKind.CALLABLE
+        and reserved_target(job.target or "")
+        and not (job.code_managed and job.key in BUILTIN_KEYS)
+    ):
+        raise ValidationError(
+            {
+                "target": _("%(target)r is Takt's or Celery's own: no job may name it")
+                % {"target": job.target}
+            }
+        )
+    _validate_caller_params(job)
     if job.kind == JobKind.COMMAND:
         _validate_command(job)
     elif job.kind == JobKind.SYSTEM:
@@ -165,6 +180,53 @@ def _validate_args(job: Job) -> None:
                 % {"target": job.target}
             }
         )
+
+
+CALLER_PARAMS_MAX = 100
+
+
+def _validate_caller_params(job: Job) -> None:
+    keys = job.caller_params
+    if not isinstance(keys, list) or not all(
+        isinstance(k, str) and 0 < len(k) <= 100 for k in keys
+    ):
+        raise ValidationError(
+            {"caller_params": _('a list of param names, e.g. ["date"], or ["*"] for any')}
+        )
+    if len(keys) > CALLER_PARAMS_MAX:
+        raise ValidationError(
+            {"caller_params": _("at most %(max)d names") % {"max": CALLER_PARAMS_MAX}}
+        )
+    fixed = sorted(set(keys) & registry.job_only_params(job.target or ""))
+    if job.kind == JobKind.CALLABLE and fixed:
+        raise ValidationError(
+            {
+                "caller_params": _("%(target)s takes %(keys)s from the job only")
+                % {"target": job.target, "keys": ", ".join(fixed)}
+            }
+        )
+
+
+def check_caller_params(job: Job, params: dict[str, Any]) -> None:
+    """A caller's run params (the API's) may name only the keys the job's
+    `caller_params` allow, and none its target takes from the job only.
+    Raises InvalidInput naming `params.<key>`."""
+    allowed = set(job.caller_params or [])
+    fixed = registry.job_only_params(job.target or "") if job.kind == JobKind.CALLABLE else set()
+    for key in params:
+        if key in fixed:
+            raise InvalidInput(
+                f"params.{key}",
+                _("%(target)s takes it from the job only, not from a caller")
+                % {"target": job.target},
+            )
+        if "*" not in allowed and key not in allowed:
+            taken = ", ".join(sorted(allowed)) or _("none")
+            raise InvalidInput(
+                f"params.{key}",
+                _("this job does not take it from a caller (its caller params: %(keys)s)")
+                % {"keys": taken},
+            )
 
 
 def _validate_command(job: Job) -> None:

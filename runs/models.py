@@ -137,6 +137,16 @@ class Run(models.Model):
         blank=True,
         help_text=_("Who cancelled the run (a user, a token or a command)."),
     )
+    started_by = models.CharField(
+        _("started by"),
+        max_length=150,
+        blank=True,
+        editable=False,
+        help_text=_(
+            "The user who started an operation (a backfill, a bulk Run now, an import):"
+            " its rights are checked again when it runs. Set by Takt, never from params."
+        ),
+    )
     # F-93: how far a long run has come, as its job reports it with
     # job.progress(done, total, note): {"done": 40, "total": 100, "note": "..."}.
     progress = models.JSONField(_("progress"), null=True, blank=True)

@@ -11,17 +11,18 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from jobs import capabilities
 from jobs.errors import InvalidInput, QueuePaused, TaktError
 from jobs.exchange import InvalidDefinition
 from jobs.importing import action_counts, import_text, plan_lines, problem_texts, summary_line
 from jobs.models import Job
-from jobs.policies import JobKind
-from jobs.scripts import SUPERUSERS_ONLY, superuser_named
+from jobs.policies import INTERNAL_TARGETS
 from runs.backfill import backfill, backfill_fire_times
 from runs.context import JobFailed
-from runs.models import RunTrigger
+from runs.models import Run, RunTrigger
 from runs.operations import KINDS, moment
 from runs.services import enqueue_job
 
@@ -46,18 +47,44 @@ def _fail_if(job: Any, failures: list[str], *, what: str, of: int) -> None:
         raise JobFailed(f"{what} failed for {len(failures)} of {of} job(s): " + "; ".join(failures))
 
 
+def starter(job: Any) -> tuple[str, Any | None]:
+    """Who started the operation: the run's `started_by` (a field no caller
+    writes, runs.operations.start_operation) and that user as he is now
+    (None when there is none: then he holds no capability)."""
+    name = Run.objects.filter(pk=job.run_id).values_list("started_by", flat=True).first() or ""
+    if not name:
+        return "", None
+    model = get_user_model()
+    return name, model._default_manager.filter(**{model.USERNAME_FIELD: name}).first()
+
+
+def refusal(user: Any, target: Job) -> str | None:
+    """Why `user` may not start runs of `target` (None: he may): an
+    internal target, or a capability he lacks now (jobs.capabilities)."""
+    if target.target in INTERNAL_TARGETS:
+        return f"runs only when Takt starts it ({target.target})"
+    lacking = capabilities.missing(user, capabilities.needed_by_job(target))
+    return capabilities.one_line(lacking) if lacking else None
+
+
 def backfill_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A backfill (runs.backfill) of each job over [start, end]. Progress:
-    fire times handled of all the jobs' fire times in the range."""
+    fire times handled of all the jobs' fire times in the range; a job
+    whose runs its starter may not start is left out (`refusal`)."""
     start, end = moment(params["start"], "start"), moment(params["end"], "end")
     ids: list[int] = params["jobs"]
     found = Job.objects.in_bulk(ids)
     failures: list[str] = []
     planned: list[tuple[Job, list[Any]]] = []
+    _name, user = starter(job)
     for pk in ids:
         target = found.get(pk)
         if target is None:
             failures.append(f"job #{pk}: no longer exists")
+            continue
+        refused = refusal(user, target)
+        if refused:
+            failures.append(f"{target}: {refused}")
             continue
         try:
             planned.append((target, backfill_fire_times(target, start=start, end=end)))
@@ -101,21 +128,22 @@ def _offset(job: Any, base: int, total: int, label: str) -> Callable[[int, int],
 
 def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A manual run of each job, as "Run now" starts it (also disabled
-    jobs); a script job only when whoever started it (`by`) is a superuser
-    now (F-02). Progress: jobs handled. A paused queue stops it."""
+    jobs); a job only when whoever started it may start its runs now
+    (`refusal`). Progress: jobs handled. A paused queue stops it."""
     ids: list[int] = params["jobs"]
     found = Job.objects.in_bulk(ids)
     failures: list[str] = []
     counts = Counter[str]()
-    scripts = superuser_named(params.get("by"))
+    _name, user = starter(job)
     for n, pk in enumerate(ids, start=1):
         target = found.get(pk)
         label = str(target) if target is not None else f"job #{pk}"
         try:
             if target is None:
                 raise TaktError("no longer exists")
-            if target.kind == JobKind.SCRIPT and not scripts:
-                raise TaktError(SUPERUSERS_ONLY)
+            refused = refusal(user, target)
+            if refused:
+                raise TaktError(refused)
             run = enqueue_job(target, trigger=RunTrigger.MANUAL)
         except QueuePaused as exc:
             raise JobFailed(f"stopped after {n - 1} of {len(ids)} job(s): {exc}") from None
@@ -134,9 +162,10 @@ def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
 def import_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """An import of jobs (jobs.importing), all or nothing. Progress: a step
     per job checked and per job saved. The output is the plan, as
-    `import_jobs` prints it; refused, the problems, one per line. Script
-    jobs only when whoever started it (`by`) is a superuser now (F-02)."""
-    by = f"{params.get('by') or 'an operator'} (import, run #{job.run_id})"
+    `import_jobs` prints it; refused, the problems, one per line. A job
+    that needs a capability only when whoever started it holds it now."""
+    name, user = starter(job)
+    by = f"{name or 'an operator'} (import, run #{job.run_id})"
     source = params.get("source") or "pasted text"
     job.log(f"importing jobs from {source}")
     try:
@@ -146,8 +175,8 @@ def import_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
             now=timezone.now(),
             by=by,
             on_progress=job.progress,
-            # Script jobs only for a superuser, as its user is now (F-02).
-            scripts=superuser_named(params.get("by")),
+            # What its starter may do, as he is now (jobs.capabilities).
+            granted=capabilities.granted_to(user),
         )
     except InvalidDefinition as exc:
         problems = problem_texts(exc)

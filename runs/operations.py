@@ -15,7 +15,8 @@ kind           params
 
 `start_operation` checks the params and starts a manual run of the
 operations job (also while it is disabled, as any "Run now"); the run's
-params are the operation's, with ``operation`` (the kind) and ``by``. The
+params are the operation's, with ``operation`` (the kind); who started it
+is the run's ``started_by``, a field no caller can write. The
 same operation (kind and params) started again while its run is queued or
 running, or within GUARD_S of its start, returns that run instead
 (`run.deduplicated`): a double click starts one. The guard is the run's
@@ -34,6 +35,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils.translation import gettext
 
 from jobs.errors import InvalidInput, TaktError
@@ -130,7 +132,8 @@ def guard_key(kind: str, checked: dict[str, Any]) -> str:
 
 def start_operation(kind: str, params: dict[str, Any], *, by: str, now: datetime) -> Run:
     """Start operation `kind` with `params` as a run of the operations job
-    (see the module docstring); `by` (a user name) goes into its params.
+    (see the module docstring); `by` (a user name) is the run's
+    `started_by`.
     Returns the run: queued (sent to the workers), or the identical
     operation's run (`run.deduplicated` True). Raises InvalidInput naming
     the field, TaktError when the operations job is missing, and, as
@@ -144,13 +147,20 @@ def start_operation(kind: str, params: dict[str, Any], *, by: str, now: datetime
     Run.objects.filter(job=job, dedupe_key=key, enqueued_at__lte=over).exclude(
         status__in=ACTIVE_STATUSES
     ).update(dedupe_key="")
-    run = enqueue_job(
-        job,
-        params={"operation": kind, **checked, "by": by[:150]},
-        trigger=RunTrigger.MANUAL,
-        dedupe_key=key,
-        now=now,
-    )
+    # Who started it is the run's started_by, which no caller writes: set in
+    # the transaction that inserts the run, so the worker (sent the run at
+    # the commit) reads it. Its rights are checked again when it runs.
+    with transaction.atomic():
+        run = enqueue_job(
+            job,
+            params={"operation": kind, **checked},
+            trigger=RunTrigger.MANUAL,
+            dedupe_key=key,
+            now=now,
+        )
+        if not getattr(run, "deduplicated", False):
+            Run.objects.filter(pk=run.pk).update(started_by=by[:150])
+            run.started_by = by[:150]
     extra = {"job_id": job.pk, "run_id": run.pk}
     if getattr(run, "deduplicated", False):
         log.info("operation %s already started as run %s", kind, run.pk, extra=extra)

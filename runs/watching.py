@@ -48,6 +48,7 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from jobs import capabilities
 from jobs.core.watch import FileSpec, Settler, dedupe_key, run_request, takes
 from jobs.models import Job, Trigger
 from jobs.policies import INTERNAL_TARGETS, TriggerKind
@@ -476,6 +477,18 @@ def handle_run_file(path: str, size: int, mtime_ns: int, *, now: datetime) -> Ru
         return _refuse(path, f"no job with id {wanted}")
     if job.target in INTERNAL_TARGETS:
         return _refuse(path, f"job #{job.pk} runs only when Takt starts it ({job.target})")
+    lacking = set(capabilities.needed_by_job(job)) - capabilities.codenames(
+        settings.TAKT_RUN_FILES_MAY_START, setting="TAKT_RUN_FILES_MAY_START"
+    )
+    if lacking:
+        # A file drop is no user: it starts what needs a capability only
+        # where the operator granted it to RUN files (docs/security.md).
+        names = ", ".join(sorted(c.codename for c in lacking))
+        return _refuse(
+            path,
+            f"job #{job.pk} needs {names}, which RUN files may not start"
+            " (TAKT_RUN_FILES_MAY_START)",
+        )
     if job.parent_id is not None:
         return _refuse(
             path,

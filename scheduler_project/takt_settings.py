@@ -77,6 +77,24 @@ def _choice(*choices: str) -> Parse:
     return parse
 
 
+# jobs.capabilities' codenames (listed here: settings load before the apps).
+CAPABILITY_CODENAMES = (
+    "run_programs",
+    "run_celery_tasks",
+    "start_remote_runs",
+    "watch_folders",
+    "write_scripts",
+)
+
+
+def _capability(name: str, value: Any) -> str:
+    if value not in CAPABILITY_CODENAMES:
+        raise ImproperlyConfigured(
+            f"{name}: unknown capability {value!r} (one of {', '.join(CAPABILITY_CODENAMES)})"
+        )
+    return str(value)
+
+
 def _list(separator: str, item: Parse | None = None) -> Parse:
     def parse(name: str, value: Any) -> list[str]:
         if isinstance(value, str):
@@ -169,6 +187,8 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_RUN_FILE_FOLDERS": ([], _list(":", _absolute)),
     "TAKT_RUN_FILE_PREFIX": ("Takt", _run_file_prefix),
     "TAKT_RUN_FILE_DONE_FOLDER": ("", _text),
+    "TAKT_RUN_FILES_MAY_START": ([], _list(",", _capability)),
+    "TAKT_REMOTE_ALLOW_HTTP": (False, _bool),
     "TAKT_JOBS": ({}, _jobs),
     "TAKT_JOBS_FILE": ("", _text),
     "TAKT_CELERY_BEAT_SCHEDULE": ("sync", _choice("sync", "refuse")),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -90,6 +91,11 @@ class HeartbeatAdmin(admin.ModelAdmin):
         ]
 
     def operations_view(self, request: HttpRequest) -> HttpResponse:
+        """Needs `view_heartbeat` and `view_alert`: it lists both."""
+        if not request.user.has_perms(
+            ["takt_heartbeats.view_heartbeat", "takt_heartbeats.view_alert"]
+        ):
+            raise PermissionDenied
         now = timezone.now()
         rows = []
         for beat in Heartbeat.objects.order_by("name"):
@@ -116,6 +122,9 @@ class HeartbeatAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/takt_heartbeats/operations.html", context)
 
     def mark_seen_view(self, request: HttpRequest) -> HttpResponse:
+        """Needs `change_alert`, as the alert list's action does."""
+        if not request.user.has_perm("takt_heartbeats.change_alert"):
+            raise PermissionDenied
         ids = [int(i) for i in request.POST.getlist("alert") if i.isdigit()]
         n = mark_seen(ids)
         self.message_user(request, seen_message(n), messages.SUCCESS)
@@ -133,7 +142,7 @@ class AlertAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description=_("Mark as seen"))
+    @admin.action(description=_("Mark as seen"), permissions=["change"])
     def mark_as_seen(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
         n = mark_seen(list(queryset.values_list("pk", flat=True)))
         self.message_user(request, seen_message(n))

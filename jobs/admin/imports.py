@@ -8,7 +8,8 @@ dry-run plan at once, as ``import_jobs --dry-run`` prints it, or the
 problems, each naming the job and the field. **Import** (offered once the
 check passed, for exactly the text checked) starts the ``import_jobs``
 operation, all or nothing, and shows its run. A file that would create or
-change a script job is refused unless the user is a superuser (F-02).
+change a job needing a capability the user lacks (a script job, a
+command job …; jobs.capabilities) is refused naming the field.
 
 `start_operation_view` is what the job admin's actions call to start an
 operation (runs.operations.start_operation) and show its run's page.
@@ -29,10 +30,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext
 
+from jobs.capabilities import granted_to
 from jobs.errors import InvalidInput, TaktError
 from jobs.exchange import format_of
 from jobs.importing import check_text, plan_lines, summary_line
-from jobs.scripts import may_write_scripts
 from runs.operations import start_operation
 
 INLINE_RUN_NOW_MAX = 20  # "Run now" on more selected jobs runs as an operation
@@ -144,7 +145,7 @@ def import_view(modeladmin: admin.ModelAdmin[Any], request: HttpRequest) -> Http
     check = None
     if request.method == "POST" and form.is_valid():
         text, fmt, source = (form.cleaned_data[k] for k in ("text", "format", "source"))
-        check = check_text(text, fmt, now=timezone.now(), scripts=may_write_scripts(user))
+        check = check_text(text, fmt, now=timezone.now(), granted=granted_to(user))
         digest = _digest(text, fmt)
         # Import only what was checked and shown: changed text is checked first.
         if "import" in request.POST and check.ok and form.cleaned_data["checked"] == digest:

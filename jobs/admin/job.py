@@ -27,6 +27,7 @@ from redis import RedisError
 from heartbeats.explaining import explain_job  # the admin is glue over all three apps
 from jobs import services, specs
 from jobs.admin.calendars import HolidayCalendarAdmin  # noqa: F401  (registers it)
+from jobs.admin.capabilities import CapabilityAdmin
 from jobs.admin.coordination import CoordinationFields, GroupFilter, JobForm
 from jobs.admin.display import (
     ADMIN_CSS,
@@ -84,7 +85,7 @@ class BackfillForm(forms.Form):
 
 
 @admin.register(Job)
-class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
+class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
@@ -133,7 +134,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         collapsed = ("collapse",)
         command = job.kind == JobKind.COMMAND
         script = job.kind == JobKind.SCRIPT
-        return (
+        fieldsets = (
             (
                 None,
                 {
@@ -170,7 +171,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                     "classes": collapsed,
                     "fields": (
                         ("priority", "queue"),
-                        "api_trigger_permission",
+                        ("api_trigger_permission", "caller_params"),
                         ("timeout_s", "timeout_action"),
                         ("overlap_policy", "max_instances", "max_buffered"),
                         (
@@ -237,6 +238,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 },
             ),
         )
+        return self.capability_fieldsets(request, obj, fieldsets)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return with_page_relations(super().get_queryset(request))
@@ -337,11 +339,11 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
                 )
 
     # --- actions ---------------------------------------------------------------
-    @admin.action(description=gettext_lazy("Run now"))
+    @admin.action(description=gettext_lazy("Run now"), permissions=["change"])
     def run_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """Up to INLINE_RUN_NOW_MAX jobs at once here; more as a `bulk_run`
         operation (F-93), whose run page shows its progress."""
-        if self.scripts_refused(request, queryset.filter(kind=JobKind.SCRIPT)):
+        if self.runs_refused(request, list(queryset)):
             return None
         ids = list(queryset.values_list("pk", flat=True))
         if len(ids) > INLINE_RUN_NOW_MAX:
@@ -364,7 +366,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
         )
         return None
 
-    @admin.action(description=gettext_lazy("Enable selected jobs"))
+    @admin.action(description=gettext_lazy("Enable selected jobs"), permissions=["change"])
     def enable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         try:
             n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), True)
@@ -375,14 +377,14 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
             request, ngettext("Enabled %(n)d job.", "Enabled %(n)d jobs.", n) % {"n": n}
         )
 
-    @admin.action(description=gettext_lazy("Disable selected jobs"))
+    @admin.action(description=gettext_lazy("Disable selected jobs"), permissions=["change"])
     def disable(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         n = services.set_jobs_enabled(list(queryset.values_list("pk", flat=True)), False)
         self.message_user(
             request, ngettext("Disabled %(n)d job.", "Disabled %(n)d jobs.", n) % {"n": n}
         )
 
-    @admin.action(description=gettext_lazy("Pause selected jobs"))
+    @admin.action(description=gettext_lazy("Pause selected jobs"), permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         now = timezone.now()
         by = request.user.get_username()
@@ -400,18 +402,20 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
             % {"n": n},
         )
 
-    @admin.action(description=gettext_lazy("Resume selected jobs"))
+    @admin.action(description=gettext_lazy("Resume selected jobs"), permissions=["change"])
     def resume(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         n = sum(services.resume_job(pk) for pk in queryset.values_list("pk", flat=True))
         self.message_user(
             request, ngettext("Resumed %(n)d job.", "Resumed %(n)d jobs.", n) % {"n": n}
         )
 
-    @admin.action(description=gettext_lazy("Backfill a past range…"))
+    @admin.action(description=gettext_lazy("Backfill a past range…"), permissions=["change"])
     def backfill(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
         """F-101: runs for every fire time of the selected jobs in a past
         range (runs/backfill.py); asks for the range first, then starts it
         as a `backfill` operation (F-93) and shows its run."""
+        if self.runs_refused(request, list(queryset)):
+            return None
         form = BackfillForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             ids = list(queryset.values_list("pk", flat=True))
@@ -455,7 +459,7 @@ class JobAdmin(ScriptAdmin, CoordinationFields, admin.ModelAdmin):
     def run_now_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         job = get_object_or_404(Job, pk=job_id)
         back = HttpResponseRedirect(reverse("admin:takt_jobs_job_change", args=[job_id]))
-        if self.scripts_refused(request, [job]) or not self.has_change_permission(request, job):
+        if self.runs_refused(request, [job]) or not self.has_change_permission(request, job):
             return back
         try:
             run = enqueue_job(job, trigger=RunTrigger.MANUAL)

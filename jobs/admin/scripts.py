@@ -7,7 +7,7 @@ and "Run now" buttons, and who may touch them.
   "compiles" or the error with its line and column, marked in the
   editor's gutter) and **Run now** starts a run of the saved job, as the
   page's Run now does (it runs the saved script: a changed editor says so).
-* Only superusers (jobs.scripts.may_write_scripts) see "script" among the
+* Only users with `write_scripts` (jobs.scripts.may_write_scripts) see "script" among the
   kinds, change or delete a script job, or run one (Run now, the action);
   others see a script job read-only.
 * Every save and delete of a script is recorded in the audit table with
@@ -137,7 +137,8 @@ class ScriptAdmin:
 
     def formfield_for_choice_field(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "kind" and not may_write_scripts(request.user):
-            kwargs["choices"] = [c for c in db_field.choices if c[0] != JobKind.SCRIPT]
+            choices = kwargs.get("choices", db_field.choices)
+            kwargs["choices"] = [c for c in choices if c[0] != JobKind.SCRIPT]
         return super().formfield_for_choice_field(db_field, request, **kwargs)  # type: ignore[misc]
 
     def get_form(self, request: HttpRequest, obj: Job | None = None, **kwargs: Any) -> Any:

@@ -1,16 +1,27 @@
 """The admin for API tokens (F-41, F-42): make one (its text is shown once,
-in the confirmation message), see when each was last used, revoke."""
+in the confirmation message), see when each was last used, revoke.
+
+No token grants more than its maker holds (docs/security.md):
+
+* a user token acts for its user: only a superuser makes one for another
+  user; others make theirs, for themselves;
+* a job token starts its job: its maker must be allowed to change that
+  job, with every capability it needs (jobs.capabilities);
+* the user and job of a saved token, and un-revoking one, are a
+  superuser's to change; anyone who may change tokens may revoke one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
 
 
@@ -56,7 +67,46 @@ class ApiTokenAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
 
-    @admin.action(description=gettext_lazy("Revoke the selected tokens"))
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is None or request.user.is_superuser:
+            return fields
+        return (*fields, "user", "job", *(("revoked",) if obj.revoked else ()))
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = get_user_model()._default_manager.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_form(self, request: HttpRequest, obj: ApiToken | None = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+        user, job_admin = request.user, self.admin_site._registry.get(Job)
+
+        class TokenForm(form):  # type: ignore[misc, valid-type]
+            def clean(self) -> Any:
+                data = super().clean()
+                if user.is_superuser or self.instance.pk is not None:
+                    return data
+                owner, job = data.get("user"), data.get("job")
+                if owner is not None and owner.pk != user.pk:
+                    self.add_error("user", _("only a superuser makes a token for another user"))
+                if job is not None and not (
+                    job_admin is not None and job_admin.has_change_permission(request, job)
+                ):
+                    self.add_error(
+                        "job",
+                        _(
+                            "you may not change this job (or it needs a permission you do not"
+                            " have): a token for it would start what you may not"
+                        ),
+                    )
+                return data
+
+        TokenForm.base_fields = form.base_fields  # as the admin made them
+        TokenForm.__name__ = form.__name__
+        return TokenForm
+
+    @admin.action(description=gettext_lazy("Revoke the selected tokens"), permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         n = queryset.update(revoked=True)
         self.message_user(

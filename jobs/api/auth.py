@@ -4,9 +4,9 @@ Two ways in: the admin's session cookie (writes need the CSRF token in
 `X-CSRFToken`, or `X-CSRF-Token` as the spec spells it), or an API token
 (`Authorization: Bearer takt_…`, see jobs.tokens). A user, by session or by
 a user token, has Django's model permissions: `view_*` to read, `add_*`,
-`change_*`, `delete_*` to write. A token scoped to a job may only start that
-job and read its runs; starting a job also depends on the job's API trigger
-permission (jobs.api.views.JobViewSet.run).
+`change_*`, `delete_*` to write. A token scoped to a job, with or without
+a user, may only start that job and read its runs; starting a job also
+depends on the job's API trigger permission (jobs.api.views.JobViewSet.run).
 """
 
 from __future__ import annotations
@@ -69,7 +69,11 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_EVERY:
             # Not a write per request: the last use to the minute is enough.
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        return (token.user or AnonymousUser(), token)
+        # A token scoped to a job acts for nobody, also when it names a user:
+        # it starts that job and reads its runs, nothing else (its user's
+        # capabilities still bound what it may start, jobs.api.views).
+        user = token.user if token.job_id is None and token.user is not None else AnonymousUser()
+        return (user, token)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="takt"'

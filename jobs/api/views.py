@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from heartbeats.queue_status import queue_status
-from jobs import services
+from jobs import capabilities, services
 from jobs.api.auth import caller, is_user, job_token
 from jobs.api.base import TaktApi
 from jobs.api.preview import SchedulePreviewView
@@ -28,6 +28,7 @@ from jobs.models import Job, QueueState
 from jobs.policies import INTERNAL_TARGETS, ApiTriggerPermission, JobKind
 from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, record_script_change
 from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
+from jobs.validation import check_caller_params
 from runs import queue
 from runs.api.views import RunSerializer  # the API is glue over all apps, like the admin
 from runs.services import enqueue_job
@@ -104,6 +105,9 @@ class JobViewSet(
             )
         if instance.kind == JobKind.SCRIPT and not may_write_scripts(self.request.user):
             raise PermissionDenied({"kind": [_(SUPERUSERS_ONLY)]})
+        lacking = capabilities.missing(self.request.user, capabilities.needed_by_job(instance))
+        if lacking:
+            raise PermissionDenied(capabilities.refusals(lacking))
         with transaction.atomic():  # the script's audit row with the deletion (F-02)
             record_script_change(instance, instance.script, by=caller(self.request), deleted=True)
             instance.delete()
@@ -141,10 +145,14 @@ class JobViewSet(
             )
         self._check_trigger_permission(request, job)
         if job.kind == JobKind.SCRIPT and not may_write_scripts(request.user):
-            # F-02: a superuser's run, never a token's (whatever the job permits)
+            # F-02: a script writer's run, never a token's (whatever the job permits)
             raise PermissionDenied({"kind": [_(SUPERUSERS_ONLY)]})
+        self._check_capabilities(request, job)
         body = RunRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        if isinstance(body.validated_data.get("params"), dict):
+            # Which params a caller may set is the job's (caller_params).
+            check_caller_params(job, body.validated_data["params"])
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > 200:
             raise serializers.ValidationError({"Idempotency-Key": [_("at most 200 characters")]})
@@ -169,6 +177,22 @@ class JobViewSet(
                 )
             raise JobNotFound(_("no job with id %(id)r") % {"id": pk})
         return job
+
+    @staticmethod
+    def _check_capabilities(request: Request, job: Job) -> None:
+        """A user starts a job only with the capabilities it needs
+        (jobs.capabilities); a job's token acts for its user when it has
+        one, and else for whoever made it (the token admin checked him)."""
+        token = job_token(request)
+        if token is not None and token.job_id == job.pk:
+            if token.user is None:
+                return
+            user = token.user
+        else:
+            user = request.user
+        lacking = capabilities.missing(user, capabilities.needed_by_job(job))
+        if lacking:
+            raise PermissionDenied(capabilities.refusals(lacking))
 
     @staticmethod
     def _check_trigger_permission(request: Request, job: Job) -> None:

@@ -163,6 +163,12 @@ def translate(
     if task.problem is not None:
         out.fail(task.problem)
         return out
+    if task.task.startswith("celery."):
+        out.fail(
+            f"{task.task!r} is Celery's own task: no Takt job may name it (Takt's maintenance"
+            " job deletes old runs; Celery's result backend expires its results itself)"
+        )
+        return out
     if task.schedule is None:
         out.fail("it has no schedule (interval, crontab, clocked or solar)")
         return out

@@ -99,7 +99,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 
 # builds Takt's wheel and installs it into a new virtualenv: 15 to 30 s alone
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_takt_runs_a_job_inside_a_project_made_by_startproject(tmp_path, redis_url, live_log_dir):
     dist, venv, site = tmp_path / "dist", tmp_path / "venv", tmp_path / "mysite"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TAKT_"))}

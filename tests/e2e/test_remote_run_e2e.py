@@ -25,7 +25,11 @@ def test_a_job_here_starts_and_waits_for_a_job_of_another_installation(
     database behind a web server) with a token scoped to B's job, waits for
     B's run and ends as it did."""
     there = Job.objects.create(
-        name="there", target="tests.echo", api_trigger_permission="token", params={"x": 1}
+        name="there",
+        target="tests.echo",
+        api_trigger_permission="token",
+        params={"x": 1},
+        caller_params=["x"],
     )
     here = Job.objects.create(
         name="here",
@@ -33,12 +37,17 @@ def test_a_job_here_starts_and_waits_for_a_job_of_another_installation(
         params={
             "url": web,
             "job": there.pk,
-            "token_env": "B_TOKEN",
+            "token_env": "TAKT_REMOTE_B_TOKEN",
             "poll_s": 0.2,
             "params": {"x": 2},
         },
     )
-    worker = start_process("worker", B_TOKEN=make_token(job=there, name="from A"))
+    # The test's web server speaks http:// (a real B would be https://).
+    worker = start_process(
+        "worker",
+        TAKT_REMOTE_B_TOKEN=make_token(job=there, name="from A"),
+        TAKT_REMOTE_ALLOW_HTTP="true",
+    )
     try:
         check_remote_runs(here, there)
     finally:

@@ -93,6 +93,7 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         "params": json.dumps(job.params),
         "args": json.dumps(job.args),
         "notify": json.dumps(job.notify),
+        "caller_params": json.dumps(job.caller_params),
         "heartbeat_deadline_s": "",
         "owner": "",
         "notes": "",

@@ -163,7 +163,15 @@ def test_unknown_job_is_404(client: Any) -> None:
     assert write(client, "patch", "/api/v1/jobs/999999", {"enabled": False}).status_code == 404
 
 
-def test_a_celery_task_job_takes_positional_args(client: Any) -> None:
+@pytest.fixture(params=["session", "token"])
+def task_client(request: pytest.FixtureRequest) -> Any:
+    """A client whose user may name Celery tasks (jobs.capabilities)."""
+    user = user_with(*JOB_PERMS, "takt_jobs.run_celery_tasks", username="tasks")
+    return SessionClient(user) if request.param == "session" else TokenClient(make_token(user=user))
+
+
+def test_a_celery_task_job_takes_positional_args(task_client: Any) -> None:
+    client = task_client
     body = {"name": "beat task", "target": "tests.celery_echo", "args": [1, "x"]}
     response = write(client, "post", "/api/v1/jobs", body)
     assert response.status_code == 201, response.json()

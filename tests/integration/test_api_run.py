@@ -28,7 +28,9 @@ def _redis(redis_client: Any) -> None:
 
 
 def job_with(permission: str, name: str = "export") -> Job:
-    return make_job(name, api_trigger_permission=permission)
+    # Its callers may set any run param (caller_params; test_least_privilege
+    # tries a job that takes only some).
+    return make_job(name, api_trigger_permission=permission, caller_params=["*"])
 
 
 def run_path(job: Job) -> str:

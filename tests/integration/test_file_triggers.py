@@ -351,7 +351,12 @@ def test_the_api_refuses_a_file_trigger_on_a_missing_folder_and_stores_nothing()
 
 def test_the_api_creates_a_file_trigger_and_reads_it_back(tmp_path):
     client = SessionClient(
-        user_with("takt_jobs.view_job", "takt_jobs.add_job", "takt_jobs.change_job")
+        user_with(
+            "takt_jobs.view_job",
+            "takt_jobs.add_job",
+            "takt_jobs.change_job",
+            "takt_jobs.watch_folders",
+        )
     )
     trigger = {
         "kind": "file",

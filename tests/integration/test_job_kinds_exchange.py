@@ -21,6 +21,7 @@ JOB_PERMS = (
     "takt_jobs.add_job",
     "takt_jobs.change_job",
     "takt_jobs.delete_job",
+    "takt_jobs.run_programs",  # command jobs (jobs.capabilities)
 )
 COMMAND = {
     "name": "archive",

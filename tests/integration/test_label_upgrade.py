@@ -177,6 +177,9 @@ def test_an_installation_with_the_old_labels_upgrades_with_migrate(
     assert "moved" not in again  # once only
 
 
+# a whole migrate in a subprocess: 5 to 10 s alone, a minute and more on a
+# machine loaded four times over
+@pytest.mark.timeout(180)
 def test_a_fresh_database_has_nothing_to_move(database_url: str, tmp_path: Path) -> None:
     out = manage(Path(settings.BASE_DIR), database_url, tmp_path, "migrate")
     assert "Takt's app labels" not in out

@@ -161,8 +161,8 @@ def test_start_operation_queues_a_manual_run_of_the_disabled_operations_job():
         "jobs": [job.pk],  # repeats dropped
         "start": T0.isoformat(),
         "end": (T0 + HOUR).isoformat(),
-        "by": "ada",
     }
+    assert run.started_by == "ada"  # not a param: a caller cannot write it
 
 
 def test_a_double_start_returns_the_first_run_and_a_later_one_starts_anew():

@@ -107,7 +107,7 @@ def test_import_starts_the_operation_for_the_checked_text_and_shows_its_run(admi
     (run,) = operation_runs()
     assert done.redirect_chain == [(reverse("admin:takt_runs_run_change", args=[run.pk]), 302)]
     assert f"The import of pasted text started as run #{run.pk}" in done.content.decode()
-    assert (run.trigger, run.status, run.params["operation"], run.params["by"]) == (
+    assert (run.trigger, run.status, run.params["operation"], run.started_by) == (
         RunTrigger.MANUAL, RunStatus.QUEUED, "import_jobs", "admin",
     )  # fmt: skip
     assert json.loads(run.params["text"]) == [NIGHTLY] and run.params["format"] == "json"

@@ -3,7 +3,7 @@ Redis, with real processes: off unless TAKT_SCRIPTS_ENABLED (refused with
 the message, nothing stored; a stored one's run fails without running);
 a script's job.log lines and job.params in its run's output, job.fail and
 an uncaught exception failing it, its timeout killing it, its temporary
-files gone; only superusers create, change, delete or run script jobs in
+files gone; only users with write_scripts create, change, delete or run script jobs in
 the admin, the API and imports; every change of a script in the audit
 table with who and the diff."""
 
@@ -26,6 +26,7 @@ from runs.context import JobContext, JobFailed
 from runs.execution import execute
 from runs.models import AuditRecord, Run, RunStatus, RunTrigger
 from runs.operation_kinds import import_jobs as import_operation
+from runs.operations import operations_job
 from runs.services import create_run
 from tests.integration.api_helpers import SessionClient, user_with
 from tests.integration.conftest import SECOND, clock, job_form_fields, utc
@@ -250,7 +251,7 @@ def test_admin_a_non_superuser_cannot_add_change_run_or_check_a_script_job(redis
     operator = operator_client()
     page = operator.get(ADD)
     kinds = [value for value, _ in page.context["adminform"].form.fields["kind"].choices]
-    assert "script" not in kinds and "command" in kinds
+    assert "script" not in kinds and "callable" in kinds
     assert 'name="script"' not in page.content.decode()
 
     refused = operator.post(ADD, job_form(Job(name="mine", kind="script", script=REPORT)))
@@ -266,8 +267,8 @@ def test_admin_a_non_superuser_cannot_add_change_run_or_check_a_script_job(redis
 
     done = operator.post(reverse("admin:takt_jobs_job_run_now", args=[job.pk]), follow=True)
     assert (
-        "Only superusers may create, change, delete or run script jobs: weekly report"
-        f" (#{job.pk}). Nothing was started."
+        f"Nothing was started: weekly report (#{job.pk}): kind: this needs the permission"
+        " “Can create, change and run script jobs”"
     ) in done.content.decode()
     listed = operator.post(
         reverse("admin:takt_jobs_job_changelist"),
@@ -368,7 +369,8 @@ def test_api_a_non_superuser_is_refused_creating_changing_running_deleting_a_scr
     created = operator.send("post", "/api/v1/jobs", body)
     assert created.status_code == 403
     assert created.json()["kind"] == [
-        "only superusers may create, change, delete or run script jobs"
+        "only users with the permission “Can create, change and run script jobs” may create,"
+        " change, delete or run script jobs"
     ]
     assert not Job.objects.filter(name="r").exists()
 
@@ -441,8 +443,9 @@ def test_import_page_a_non_superuser_is_refused_and_nothing_is_stored():
 
     (problem,) = page.context["check"].problems
     assert problem == (
-        "job 1 (key 'reports.weekly', name 'Weekly'): kind: only superusers may create, change,"
-        " delete or run script jobs: this import was started by a user who is not a superuser"
+        "job 1 (key 'reports.weekly', name 'Weekly'): kind: only users with the permission"
+        " “Can create, change and run script jobs” may create, change, delete or run script"
+        " jobs: this import was started by a user who may not write scripts"
     )
     assert 'name="import"' not in page.content.decode()
     assert not Job.objects.filter(kind="script").exists()
@@ -465,20 +468,26 @@ def test_the_import_operation_checks_who_started_it_now():
     params = {"text": FILE, "format": "json", "source": "weekly.json"}
 
     def operation(by: str) -> JobContext:
+        # Who started it is the run's started_by, never its params.
+        run = Run.objects.create(
+            job=operations_job(), trigger="manual", status="running", enqueued_at=utc(2026, 1, 1),
+            scheduled_for=utc(2026, 1, 1), started_by=by,
+        )  # fmt: skip
         return JobContext(
-            name="ops", description="", trigger="manual", params={}, run_id=7, job_id=1
+            name="ops", description="", trigger="manual", params={}, run_id=run.pk, job_id=1
         )
 
-    with pytest.raises(JobFailed, match="only superusers may create"):
-        import_operation(operation("operator"), {**params, "by": "operator"})
+    with pytest.raises(JobFailed, match="may not write scripts"):
+        import_operation(operation("operator"), {**params, "by": "root"})
     assert not Job.objects.filter(kind="script").exists()
 
-    import_operation(operation("root"), {**params, "by": "root"})
+    by_root = operation("root")
+    import_operation(by_root, params)
     job = Job.objects.get(key="reports.weekly")
     (record,) = AuditRecord.objects.all()
     assert (record.action, record.by, record.first_id) == (
         "create script",
-        "root (import, run #7)",
+        f"root (import, run #{by_root.run_id})",
         job.pk,
     )
 

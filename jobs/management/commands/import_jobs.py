@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from jobs import capabilities
 from jobs.exchange import FORMATS, InvalidDefinition, format_of
 from jobs.importing import import_text, plan_lines, summary_line
 from runs.progress import TerminalProgress
@@ -45,9 +46,9 @@ class Command(BaseCommand):
                 now=timezone.now(),
                 by=by,
                 dry_run=options["dry_run"],
-                # Whoever runs manage.py has the shell already: script jobs
-                # come in as from a superuser (docs/job-kinds.md, "script").
-                scripts=True,
+                # Whoever runs manage.py has the shell already: every
+                # capability, script jobs too (docs/security.md).
+                granted=capabilities.ALL,
                 # The raw stream: Django would colour progress on stderr like an error.
                 on_progress=TerminalProgress(options.get("stderr") or sys.stderr, "import_jobs"),
             )
