@@ -27,7 +27,7 @@ from jobs.core.missed import validate_missed_run_rules
 from jobs.core.rules import validate_overlap_rules, validate_retry_rules
 from jobs.core.script import check_script
 from jobs.core.system import validate_system
-from jobs.core.watch import takes
+from jobs.core.watch import printable, root_problem, takes
 from jobs.errors import InvalidInput
 from jobs.i18n import error_text
 from jobs.policies import (
@@ -410,7 +410,17 @@ def _check_watch(trigger: Trigger) -> None:
 
 
 def folder_problem(folder: str) -> str | None:
-    """Why a watcher could not watch `folder` on this machine, if it could not."""
+    """Why a watcher could not watch `folder` on this machine, if it could
+    not: first whether it may (the folder with its links resolved inside
+    TAKT_WATCH_ROOTS, or no system folder when that is unset), so the answer
+    says nothing about what exists where it may not look; then whether it
+    is there and readable."""
+    real = os.path.realpath(folder)
+    roots = [os.path.realpath(root) for root in settings.TAKT_WATCH_ROOTS]
+    refused = root_problem(real, roots)
+    if refused:
+        shown = folder if real == folder else f"{folder} ({real})"
+        return _(refused) % {"folder": printable(shown), "roots": ":".join(roots)}
     if not os.path.exists(folder):
         return _("%(folder)s does not exist on %(host)s") % {
             "folder": folder,
@@ -457,7 +467,7 @@ def watch_warnings(trigger: Trigger, *, limit: int = 10_000) -> list[str]:
     ]
     hint = (
         f"; names are matched case-sensitively, and {len(folded)} would match"
-        f" ignoring case (e.g. {os.path.basename(folded[0])})"
+        f" ignoring case (e.g. {printable(os.path.basename(folded[0]))})"
         if folded
         else ""
     )

@@ -49,11 +49,20 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from jobs import capabilities
-from jobs.core.watch import FileSpec, Settler, dedupe_key, run_request, takes
+from jobs.core.watch import (
+    FileSpec,
+    Settler,
+    dedupe_key,
+    done_parts,
+    printable,
+    run_request,
+    takes,
+)
 from jobs.models import Job, Trigger
 from jobs.policies import INTERNAL_TARGETS, TriggerKind
 from jobs.validation import folder_problem
 from runs.decisions import Decision, record
+from runs.folder_io import consume, is_link, list_files, regular_state, write_beside
 from runs.locks import get_redis
 from runs.models import Run, RunStatus, RunTrigger
 from runs.outage import describe, is_db_outage
@@ -67,6 +76,7 @@ STEP_SECONDS = 0.25  # how often settled files are looked for
 REFRESH_SECONDS = 3.0  # how often the triggers are read and leases renewed
 RESCAN_SECONDS = 30.0  # a held folder is listed again (missed events)
 RUN_FILE_SETTLE_SECONDS = 1
+LINK = "a symbolic link (the watcher follows none)"
 
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -224,13 +234,13 @@ class Watcher:
                 try:
                     folder.start()
                 except OSError as exc:
-                    _note_once(path, f"cannot watch {path}: {exc}")
+                    _note_once(path, f"cannot watch it: {exc}")
                     self._release(path)
                     continue
                 self.held[path] = folder
                 triggers = sum(1 for w in watches if w.trigger_id is not None)
                 requests = " and RUN files" if len(watches) > triggers else ""
-                log.info("watching %s: %d file trigger(s)%s", path, triggers, requests)
+                log.info("watching %s: %d file trigger(s)%s", printable(path), triggers, requests)
 
     def fire_settled(self, folder: _Folder) -> None:
         now = self.clock()
@@ -238,7 +248,7 @@ class Watcher:
             with self.lock:
                 ready = watch.settler.ready(now)
             for path, size, mtime_ns, event in ready:
-                state = _stat(path)
+                state = regular_state(path, folder.path)
                 if state is None:
                     continue  # gone before it settled
                 if state != (size, mtime_ns):
@@ -272,13 +282,13 @@ class Watcher:
         try:
             get_redis().eval(_RELEASE, 1, lease_key(folder), self.token)
         except Exception:  # Redis gone: the lease lapses by itself
-            log.warning("could not release the lease of %s", folder)
+            log.warning("could not release the lease of %s", printable(folder))
 
     def _drop(self, folder: str, *, release: bool = True) -> None:
         held = self.held.pop(folder, None)
         if held is not None:
             held.stop()
-            log.info("no longer watching %s", folder)
+            log.info("no longer watching %s", printable(folder))
         if release:
             self._release(folder)
 
@@ -297,6 +307,7 @@ class _Folder:
         self.observer: Any = None
         self.recursive = any(w.spec.recursive for w in watches)
         self.scanned = 0.0
+        self.ignored: set[str] = set()  # paths the log said it does not take
 
     def current(self) -> list[Watch]:
         return list(self.watches.values())
@@ -351,13 +362,18 @@ class _Folder:
         self.scanned = time.monotonic()
         watches = list(watches)
         now = self.watcher.clock()
-        present = set(_files(self.path, recursive=self.recursive))
+        present = set(list_files(self.path, recursive=self.recursive))
+        self.ignored &= present
         for watch in watches:  # forget the files that are gone
             for path in [p for p in watch.done if p not in present]:
                 del watch.done[path]
         for path in sorted(present):
-            state = _stat(path)
+            state = regular_state(path, self.path)
             if state is None:
+                if is_link(path):
+                    self.ignore(path, LINK)
+                continue
+            if not self.acceptable(path):
                 continue
             for watch in watches:
                 if not watch.takes(path) or watch.done.get(path) == state:
@@ -370,9 +386,29 @@ class _Folder:
                             path, size=state[0], mtime_ns=state[1], event="found", now=now
                         )
 
+    def acceptable(self, path: str) -> bool:
+        """Whether a file that some watch may take has a name the watcher
+        takes: its bytes are UTF-8 (it becomes a run's `path` in the
+        database). The log says once why not, with the name escaped."""
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            self.ignore(path, "its name is not UTF-8")
+            return False
+        return True
+
+    def ignore(self, path: str, why: str) -> None:
+        if path not in self.ignored and any(w.takes(path) for w in self.current()):
+            self.ignored.add(path)
+            log.warning("not taking %s: %s", printable(path), why)
+
     def event(self, path: str, event: str) -> None:
         now = self.watcher.clock()
-        state = _stat(path)
+        state = regular_state(path, self.path)
+        if state is not None and not self.acceptable(path):
+            return
+        if state is None and is_link(path):
+            self.ignore(path, LINK)
         for watch in self.current():
             if not watch.takes(path):
                 continue
@@ -406,32 +442,13 @@ def _text(path: str | bytes) -> str:
     return os.fsdecode(path)
 
 
-def _stat(path: str) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    if not os.path.isfile(path):
-        return None
-    return info.st_size, info.st_mtime_ns
-
-
-def _files(folder: str, *, recursive: bool) -> Iterable[str]:
-    for root, dirs, names in os.walk(folder):
-        for name in names:
-            yield os.path.join(root, name)
-        if not recursive:
-            return
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-
-
 _NOTED: dict[str, str] = {}
 
 
 def _note_once(folder: str, problem: str) -> None:
     if _NOTED.get(folder) != problem:
         _NOTED[folder] = problem
-        log.warning("not watching %s: %s", folder, problem)
+        log.warning("not watching %s: %s", printable(folder), printable(problem))
 
 
 # --- what a settled file starts -------------------------------------------
@@ -456,7 +473,7 @@ def start_for_file(
     run = _record(job, params, key, now=now, path=path, source_trigger=trigger)
     if run is not None:
         what = "started" if run.status == RunStatus.QUEUED else f"recorded {run.status}"
-        detail = f"{event} {path} ({size} bytes): {what} run #{run.pk}"
+        detail = f"{event} {printable(path)} ({size} bytes): {what} run #{run.pk}"
         if run.status == RunStatus.SKIPPED:
             detail += f" ({run.message})"
         record([Decision("file_started", job.pk, run.pk, trigger.pk, detail, now)])
@@ -499,7 +516,7 @@ def handle_run_file(path: str, size: int, mtime_ns: int, *, now: datetime) -> Ru
     run = _record(job, None, dedupe_key(path, size, mtime_ns), now=now, path=path)
     if run is not None:
         what = "started" if run.status == RunStatus.QUEUED else f"recorded {run.status}"
-        detail = f"run file {path}: {what} run #{run.pk}"
+        detail = f"run file {printable(path)}: {what} run #{run.pk}"
         if run.status == RunStatus.SKIPPED:
             detail += f" ({run.message})"
         record([Decision("file_started", job.pk, run.pk, None, detail, now)])
@@ -535,7 +552,7 @@ def _record(
         publish_after_commit([run])
     log.info(
         "file %s started run %s of job %s (%s)",
-        path,
+        printable(path),
         run.pk,
         job.pk,
         run.status,
@@ -545,31 +562,21 @@ def _record(
 
 
 def _refuse(path: str, why: str) -> None:
-    try:
-        with open(f"{path}.error", "w", encoding="utf-8") as out:
-            out.write(f"{timezone.now().isoformat(timespec='seconds')} not started: {why}\n")
-    except OSError as exc:
-        log.warning("could not write %s.error (%s): %s", path, exc, why)
-    log.warning("run file %s refused: %s", path, why)
+    """Leave `<path>.error` saying why (never through a link planted under
+    that name: runs/folder_io.py), log it, and consume the request."""
+    text = f"{timezone.now().isoformat(timespec='seconds')} not started: {why}\n"
+    unwritten = write_beside(path, ".error", text)
+    if unwritten:
+        log.warning("did not write %s.error: %s", printable(path), unwritten)
+    log.warning("run file %s refused: %s", printable(path), printable(why))
     _consume(path)
     return None
 
 
 def _consume(path: str) -> None:
-    done = settings.TAKT_RUN_FILE_DONE_FOLDER
-    try:
-        if not done:
-            os.remove(path)
-            return
-        target = done if os.path.isabs(done) else os.path.join(os.path.dirname(path), done)
-        os.makedirs(target, exist_ok=True)
-        name = os.path.basename(path)
-        dest = os.path.join(target, name)
-        if os.path.exists(dest):
-            stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
-            dest = os.path.join(target, f"{name}.{stamp}")
-        os.replace(path, dest)
-    except FileNotFoundError:
-        pass  # consumed by another watcher (a network folder seen twice)
-    except OSError as exc:
-        log.warning("could not consume the run file %s: %s", path, exc)
+    try:  # checked when the settings are read
+        done = done_parts(os.path.dirname(path), settings.TAKT_RUN_FILE_DONE_FOLDER)
+    except ValueError as exc:
+        log.warning("TAKT_RUN_FILE_DONE_FOLDER: %s; deleting the run file", exc)
+        done = ()
+    consume(path, done, stamp=timezone.now().strftime("%Y%m%dT%H%M%S%f"))

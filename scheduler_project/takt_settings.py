@@ -19,6 +19,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import URLValidator, validate_email
 
+from jobs.core.watch import done_parts
+
 Parse = Callable[[str, Any], Any]
 MISSING = object()
 
@@ -189,6 +191,7 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_RUN_FILE_DONE_FOLDER": ("", _text),
     "TAKT_RUN_FILES_MAY_START": ([], _list(",", _capability)),
     "TAKT_REMOTE_ALLOW_HTTP": (False, _bool),
+    "TAKT_WATCH_ROOTS": ([], _list(":", _absolute)),
     "TAKT_JOBS": ({}, _jobs),
     "TAKT_JOBS_FILE": ("", _text),
     "TAKT_CELERY_BEAT_SCHEDULE": ("sync", _choice("sync", "refuse")),
@@ -219,7 +222,18 @@ def takt_settings(
             values[name] = parse(name, project[name])
         else:
             values[name] = parse(name, default) if default is not None else None
+    _check_done_folder(values)
     return values
+
+
+def _check_done_folder(values: dict[str, Any]) -> None:
+    """TAKT_RUN_FILE_DONE_FOLDER lies inside every RUN-file folder: a
+    consumed request never leaves its folder (docs/watched-folders.md)."""
+    for folder in values["TAKT_RUN_FILE_FOLDERS"]:
+        try:
+            done_parts(folder, values["TAKT_RUN_FILE_DONE_FOLDER"])
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"TAKT_RUN_FILE_DONE_FOLDER: {exc}") from None
 
 
 def apply_to(settings: Any) -> None:

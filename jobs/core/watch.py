@@ -16,7 +16,7 @@ import fnmatch
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -53,7 +53,19 @@ def validate_file_spec(spec: FileSpec) -> FileSpec:
             folder=folder,
         )
     folder = posixpath.normpath(folder)
+    if printable(folder) != folder:
+        raise TriggerError(
+            "watch_folder",
+            gettext_noop("%(folder)s has a control character in it: give the folder's plain name"),
+            folder=printable(folder),
+        )
     pattern = (spec.pattern or "").strip()
+    if printable(pattern) != pattern:
+        raise TriggerError(
+            "watch_pattern",
+            gettext_noop("%(pattern)s has a control character in it"),
+            pattern=printable(pattern),
+        )
     if not pattern:
         raise TriggerError(
             "watch_pattern", gettext_noop("required: a glob for the file's name, e.g. *.csv")
@@ -196,3 +208,75 @@ def dedupe_key(path: str, size: int, mtime_ns: int) -> str:
     run it starts (enqueue_job's dedupe_key, F-43)."""
     digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:40]
     return f"file:{digest}:{size}:{mtime_ns}"
+
+
+# --- where a watcher may look, and what it may print ----------------------
+
+# With TAKT_WATCH_ROOTS unset, folders a watcher never watches: these and
+# everything below them (the system's own files, other users' secrets) ...
+SYSTEM_TREES = (
+    "/root", "/etc", "/proc", "/sys", "/dev", "/boot", "/run", "/usr", "/bin", "/sbin",
+    "/lib", "/lib32", "/lib64", "/libx32", "/snap", "/var/lib", "/var/log", "/var/cache",
+    "/var/spool", "/var/mail",
+)  # fmt: skip
+# ... and these themselves (the folders below them are fine: /home/erp/inbox).
+SYSTEM_FOLDERS = ("/", "/home", "/var", "/tmp", "/var/tmp", "/srv", "/opt", "/mnt", "/media")
+
+
+def _below(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def root_problem(real_folder: str, real_roots: Sequence[str]) -> str | None:
+    """Why a watcher may not watch `real_folder` (the folder with its
+    symbolic links resolved), if it may not: with roots (TAKT_WATCH_ROOTS,
+    resolved too) it must be one of them or below one; without, it must not
+    be a system folder (SYSTEM_TREES and below, SYSTEM_FOLDERS themselves).
+    An English reason, the caller translates and fills in %(folder)s and
+    %(roots)s."""
+    if real_roots:
+        if any(_below(real_folder, root) for root in real_roots):
+            return None
+        return gettext_noop(
+            "%(folder)s is outside the folders Takt may watch (TAKT_WATCH_ROOTS: %(roots)s)"
+        )
+    if real_folder in SYSTEM_FOLDERS or any(_below(real_folder, t) for t in SYSTEM_TREES):
+        return gettext_noop(
+            "%(folder)s is a system folder: Takt does not watch it (TAKT_WATCH_ROOTS names"
+            " the folders it may watch)"
+        )
+    return None
+
+
+def done_parts(request_folder: str, done: str) -> tuple[str, ...]:
+    """The folder a consumed RUN file goes to (TAKT_RUN_FILE_DONE_FOLDER),
+    as the names of the folders below `request_folder` (empty: delete the
+    file). A relative `done` is below the request folder; an absolute one
+    must be inside it. Raises ValueError saying why not (`..`, outside)."""
+    if not done:
+        return ()
+    if posixpath.isabs(done):
+        relative = posixpath.relpath(posixpath.normpath(done), posixpath.normpath(request_folder))
+    else:
+        relative = posixpath.normpath(done)
+    parts = tuple(p for p in relative.split("/") if p not in ("", "."))
+    if not parts or ".." in parts:
+        raise ValueError(
+            f"{done!r} is not a folder inside the request folder {request_folder}: give a"
+            " name such as 'done'"
+        )
+    return parts
+
+
+def printable(text: str) -> str:
+    """`text` with every character that a terminal or a log reader would
+    not show as itself (control characters such as ESC, C1 codes, bidi
+    overrides, bytes that were not UTF-8) written as Python writes it in a
+    string (\\x1b, \\u202e, \\udcff), so a file name cannot colour, move or
+    rewrite what an operator reads. Other text is returned as it is."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for c in text
+    )

@@ -78,3 +78,19 @@ def test_a_file_trigger_is_added_checked_live_and_saved(
         True,
     )
     assert saved.next_run_at is None and saved.active
+
+
+def test_a_system_folder_is_refused_beside_the_field_live_and_on_save(page: Page) -> None:
+    """Issue 25: with TAKT_WATCH_ROOTS unset no system folder is watched;
+    the answer does not say whether the folder exists."""
+    job = Job.objects.create(name="Import orders", target="takt.hello_world")
+    page.goto(job_change_url(job.pk))
+    trigger = add_trigger(page)
+    trigger.get_by_label("Kind").select_option(label="File in a watched folder")
+    trigger.get_by_label("Folder:", exact=True).fill("/root")
+    expect(trigger).to_contain_text("/root is a system folder: Takt does not watch it")
+    save(page)
+    expect(field_errors(page.locator("#triggers-0"), "watch_folder")).to_contain_text(
+        "/root is a system folder: Takt does not watch it (TAKT_WATCH_ROOTS names the folders"
+    )
+    assert not job.triggers.exists()  # nothing stored

@@ -9,7 +9,17 @@ import pytest
 
 from jobs.core.cron import TriggerError
 from jobs.core.triggers import compute_fire_times, describe, validate_spec
-from jobs.core.watch import FileSpec, Settler, dedupe_key, run_request, takes, validate_file_spec
+from jobs.core.watch import (
+    FileSpec,
+    Settler,
+    dedupe_key,
+    done_parts,
+    printable,
+    root_problem,
+    run_request,
+    takes,
+    validate_file_spec,
+)
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
@@ -106,3 +116,102 @@ def test_the_dedupe_key_names_the_state_of_the_file_and_fits_the_column():
     assert key != dedupe_key("/srv/" + "x" * 4000, 11, 123)
     assert key != dedupe_key("/srv/" + "x" * 4000, 10, 124)
     assert key == dedupe_key("/srv/" + "x" * 4000, 10, 123)
+
+
+# --- issue 25: where a watcher may look, what it prints ---------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        (FileSpec("/srv/in\x1b[2Jbox"), "watch_folder"),
+        (FileSpec("/srv/inbox", "*\x1b[31m.csv"), "watch_pattern"),
+        (FileSpec("/srv/in\u202ebox"), "watch_folder"),
+    ],
+)
+def test_a_control_character_in_the_folder_or_pattern_is_refused_shown_escaped(spec, field):
+    with pytest.raises(TriggerError) as caught:
+        validate_file_spec(spec)
+    assert caught.value.field == field and "has a control character in it" in caught.value.message
+    assert "\x1b" not in str(caught.value.params) and "\u202e" not in str(caught.value.params)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("/in/orders.csv", "/in/orders.csv"),
+        ("/in/Bestellung für März.csv", "/in/Bestellung für März.csv"),
+        ("/in/a\x1b[2J\x1b]0;x\a.csv", "/in/a\\x1b[2J\\x1b]0;x\\x07.csv"),
+        ("/in/a\nb\tc\r", "/in/a\\nb\\tc\\r"),
+        ("/in/a\x9bb\x7f", "/in/a\\x9bb\\x7f"),  # C1 CSI, DEL
+        ("/in/txt.\u202egpj", "/in/txt.\\u202egpj"),  # a bidi override
+        ("/in/\udcff.csv", "/in/\\udcff.csv"),  # a byte that was not UTF-8
+    ],
+)
+def test_printable_escapes_what_a_terminal_would_act_on(text, shown):
+    assert printable(text) == shown
+
+
+@pytest.mark.parametrize(
+    ("folder", "roots", "refused"),
+    [
+        ("/", [], True),
+        ("/root", [], True),
+        ("/root/inbox", [], True),
+        ("/etc/cron.d", [], True),
+        ("/home", [], True),
+        ("/home/erp/inbox", [], False),
+        ("/tmp", [], True),
+        ("/tmp/pytest-of-takt/inbox", [], False),
+        ("/srv", [], True),
+        ("/srv/erp/inbox", [], False),
+        ("/var/lib/takt/inbox", [], True),
+        ("/library", [], False),  # not below /lib
+        ("/srv/erp/inbox", ["/srv/erp"], False),
+        ("/srv/erp", ["/srv/erp"], False),
+        ("/srv/erpx", ["/srv/erp"], True),
+        ("/home/erp/inbox", ["/srv/erp", "/data"], True),
+        ("/etc/takt", ["/etc/takt"], False),  # named in the roots: allowed
+    ],
+)
+def test_a_folder_must_be_inside_the_roots_or_no_system_folder(folder, roots, refused):
+    assert (root_problem(folder, roots) is not None) is refused
+
+
+@pytest.mark.parametrize(
+    ("done", "parts"),
+    [
+        ("", ()),
+        ("done", ("done",)),
+        ("done/2026/", ("done", "2026")),
+        ("./done", ("done",)),
+        ("/srv/requests/done", ("done",)),
+    ],
+)
+def test_the_done_folder_is_named_below_the_request_folder(done, parts):
+    assert done_parts("/srv/requests", done) == parts
+
+
+@pytest.mark.parametrize(
+    "done", ["..", "../done", "done/../../x", "/srv/elsewhere", "/srv/requests"]
+)
+def test_a_done_folder_outside_the_request_folder_is_refused(done):
+    with pytest.raises(ValueError, match="is not a folder inside the request folder"):
+        done_parts("/srv/requests", done)
+
+
+def test_the_settings_refuse_a_done_folder_outside_and_relative_roots():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from scheduler_project.takt_settings import takt_settings
+
+    folders = {"TAKT_RUN_FILE_FOLDERS": "/srv/a:/srv/b"}
+    assert takt_settings(environ={**folders, "TAKT_RUN_FILE_DONE_FOLDER": "done"})
+    with pytest.raises(ImproperlyConfigured, match="TAKT_RUN_FILE_DONE_FOLDER: '/srv/a/done'"):
+        takt_settings(environ={**folders, "TAKT_RUN_FILE_DONE_FOLDER": "/srv/a/done"})
+    with pytest.raises(ImproperlyConfigured, match="TAKT_WATCH_ROOTS: 'srv' must be an absolute"):
+        takt_settings(environ={"TAKT_WATCH_ROOTS": "/data:srv"})
+    assert takt_settings(environ={"TAKT_WATCH_ROOTS": "/data:/srv"})["TAKT_WATCH_ROOTS"] == [
+        "/data",
+        "/srv",
+    ]

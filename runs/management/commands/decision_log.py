@@ -19,6 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError
 
+from jobs.core.watch import printable
 from jobs.models import Job
 from runs.connectivity import require_redis
 from runs.decisions import query
@@ -47,7 +48,7 @@ class Command(BaseCommand):
         entries = query(job_id=options["job"], limit=options["limit"])
         known = _Known.of(entries)
         for entry in entries:
-            self.stdout.write(known.line(entry))
+            self.stdout.write(printable(known.line(entry)))  # no escape reaches the terminal
 
 
 class _Known:
