@@ -75,7 +75,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
                 "Ping token of %(name)s (shown only now; the previous one no longer"
                 " works): %(token)s — send it as Authorization: Bearer <token>."
             )
-            self.message_user(request, text % {"name": beat.name, "token": token})
+            self.message_user(request, text % {"name": beat.name, "token": token}, messages.SUCCESS)
 
     @admin.action(description=_("Remove ping token"), permissions=["change"])
     def remove_ping_token(self, request: HttpRequest, queryset: QuerySet[Heartbeat]) -> None:
@@ -85,7 +85,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
             "Removed the ping tokens of %(count)d heartbeats.",
             n,
         )
-        self.message_user(request, text % {"count": n})
+        self.message_user(request, text % {"count": n}, messages.SUCCESS)
 
     @admin.display(description=_("own ping token"), boolean=True)
     def has_ping_token(self, obj: Heartbeat) -> bool:
