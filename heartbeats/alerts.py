@@ -6,7 +6,7 @@ resolved — never on a mere repeat."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -15,6 +15,10 @@ from heartbeats.models import SEVERITY_RANK, Alert, AlertSeverity
 from heartbeats.notify import NotifyEvent, notify_after_commit
 
 log = logging.getLogger("takt.heartbeats")
+
+# Sends (or hands on) one notification: notify_after_commit by default; a
+# ping collects them instead (heartbeats.api.ping), to send after its answer.
+Notifier = Callable[..., None]
 
 KEY_MAX_LENGTH = Alert._meta.get_field("key").max_length or 200
 TITLE_MAX_LENGTH = Alert._meta.get_field("title").max_length or 200
@@ -28,6 +32,7 @@ def raise_alert(
     message: str,
     now: datetime,
     reminder: bool = False,
+    notify: Notifier = notify_after_commit,
 ) -> Alert:
     """Raise the alert `key`, or repeat it. Returns the row as written.
 
@@ -39,7 +44,8 @@ def raise_alert(
     3. A row: count + 1, last_seen_at = now, the new severity, title and
        message; unseen again; a resolved alert is open again.
     4. After commit, notify when it was raised anew: a new row, a resolved
-       one reopened, a higher severity than before, or `reminder=True`.
+       one reopened, a higher severity than before, or `reminder=True`
+       (through `notify(alert, event=…, now=…)`).
 
     Raises ValueError for an unknown severity, an empty or too long key."""
     if severity not in SEVERITY_RANK:
@@ -74,7 +80,7 @@ def raise_alert(
         "alert %s (%s, ×%s): %s", key, severity, alert.count, title, extra={"alert_key": key}
     )
     if event is not None:
-        notify_after_commit(alert, event=event, now=now)
+        notify(alert, event=event, now=now)
     return alert
 
 
@@ -103,9 +109,11 @@ def _repeat(
     return NotifyEvent.RAISED if reopened or escalated else None
 
 
-def resolve_alert(key: str, *, message: str, now: datetime) -> Alert | None:
+def resolve_alert(
+    key: str, *, message: str, now: datetime, notify: Notifier = notify_after_commit
+) -> Alert | None:
     """Resolve the open alert `key` with a recovery notice (`message`), sent
-    after commit. Returns the resolved alert, or None when no alert under
+    after commit (through `notify`). Returns the resolved alert, or None when no alert under
     that key was open (then nothing is written or sent). Compare-and-set:
     of two concurrent recoveries only one notifies."""
     resolved = Alert.objects.filter(key=key, resolved_at__isnull=True).update(
@@ -115,7 +123,7 @@ def resolve_alert(key: str, *, message: str, now: datetime) -> Alert | None:
         return None
     alert = Alert.objects.get(key=key)
     log.info("alert %s resolved: %s", key, message, extra={"alert_key": key})
-    notify_after_commit(alert, event=NotifyEvent.RESOLVED, now=now)
+    notify(alert, event=NotifyEvent.RESOLVED, now=now)
     return alert
 
 

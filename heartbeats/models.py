@@ -86,6 +86,25 @@ class Heartbeat(models.Model):
         editable=False,
         help_text=_("When the open overdue alert was raised or last reminded; empty: none open."),
     )
+    # Pings (issue 25): the SHA-256 of the heartbeat's own ping token (empty:
+    # none; TAKT_PING_TOKEN still applies), and when a ping last notified.
+    # The database's default too: the run-end upsert (heartbeats.statements)
+    # and an older process during an upgrade insert rows without it.
+    ping_token_hash = models.CharField(
+        _("ping token hash"),
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        editable=False,
+    )
+    ping_notified_at = models.DateTimeField(
+        _("last ping notification"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("When a ping last sent a notification (TAKT_PING_NOTIFY_INTERVAL_SECONDS)."),
+    )
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:

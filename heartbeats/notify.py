@@ -60,12 +60,19 @@ def notify_after_commit(alert: Alert, *, event: NotifyEvent, now: datetime) -> N
     """Send `event` about `alert` once the current transaction commits (at
     once outside a transaction). A recovery notice goes out under the same
     rule as the alert it ends: its severity must reach the minimum."""
+    payload = notification_payload(alert, event=event)
+    if payload is not None:
+        transaction.on_commit(partial(deliver, payload, alert_id=alert.pk, now=now), robust=True)
+
+
+def notification_payload(alert: Alert, *, event: NotifyEvent) -> dict[str, Any] | None:
+    """What would be sent about `alert` as of now (not as of the commit), or
+    None when nothing would: below TAKT_ALERT_MIN_SEVERITY, or no channel."""
     if not is_notified(alert.severity):
-        return
+        return None
     if not (settings.TAKT_ALERT_EMAILS or settings.TAKT_ALERT_WEBHOOK_URL):
-        return
-    payload = alert_payload(alert, event=event)  # as of now, not as of the commit
-    transaction.on_commit(partial(deliver, payload, alert_id=alert.pk, now=now), robust=True)
+        return None
+    return alert_payload(alert, event=event)
 
 
 def alert_payload(alert: Alert, *, event: NotifyEvent) -> dict[str, Any]:

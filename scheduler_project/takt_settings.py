@@ -181,6 +181,7 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_EXPIRE_AFTER_DAYS": (7, _number(int, 1, 3650)),
     "TAKT_MAINTENANCE_LOCK_FILE": ("", _text),
     "TAKT_PING_TOKEN": ("", _text),
+    "TAKT_PING_NOTIFY_INTERVAL_SECONDS": (60, _number(int, 1, DAY)),
     "TAKT_METRICS_TOKEN": ("", _text),
     "TAKT_DECISION_LOG_SIZE": (100_000, _number(int, 100, 10_000_000)),
     "TAKT_DEDUPE_WINDOW_SECONDS": (DAY, _number(int, 1, 365 * DAY)),

@@ -26,6 +26,7 @@ from heartbeats.alerts import mark_seen
 from heartbeats.core.status import operations_label
 from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
+from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
 
@@ -43,9 +44,12 @@ class HeartbeatAdmin(admin.ModelAdmin):
         ("last_status_word", "state"),
         "last_result",
         ("run_count", "failure_count", "consecutive_failures"),
+        ("has_ping_token", "ping_notified_at"),
     )
     readonly_fields = (
         "job",
+        "has_ping_token",
+        "ping_notified_at",
         "last_run_at",
         "last_success_at",
         "last_started_at",
@@ -57,6 +61,36 @@ class HeartbeatAdmin(admin.ModelAdmin):
         "consecutive_failures",
     )
     change_list_template = "admin/takt_heartbeats/heartbeat/change_list.html"
+    actions = ["new_ping_token", "remove_ping_token"]
+
+    @admin.action(description=_("New ping token"), permissions=["change"])
+    def new_ping_token(self, request: HttpRequest, queryset: QuerySet[Heartbeat]) -> None:
+        """Issue each outside heartbeat a ping token, shown once here."""
+        for beat in queryset.order_by("name"):
+            try:
+                token = issue_ping_token(beat)
+            except NotPingable as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+                continue
+            text = gettext(
+                "Ping token of %(name)s (shown only now; the previous one no longer"
+                " works): %(token)s — send it as Authorization: Bearer <token>."
+            )
+            self.message_user(request, text % {"name": beat.name, "token": token}, messages.SUCCESS)
+
+    @admin.action(description=_("Remove ping token"), permissions=["change"])
+    def remove_ping_token(self, request: HttpRequest, queryset: QuerySet[Heartbeat]) -> None:
+        n = remove_ping_token(list(queryset.values_list("pk", flat=True)))
+        text = ngettext(
+            "Removed the ping token of %(count)d heartbeat.",
+            "Removed the ping tokens of %(count)d heartbeats.",
+            n,
+        )
+        self.message_user(request, text % {"count": n}, messages.SUCCESS)
+
+    @admin.display(description=_("own ping token"), boolean=True)
+    def has_ping_token(self, obj: Heartbeat) -> bool:
+        return bool(obj.ping_token_hash)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Heartbeat | None = None) -> Any:
         extra = JOB_MANAGED if obj is not None and obj.job_id else ()

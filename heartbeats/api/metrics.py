@@ -14,6 +14,7 @@ from django.db.models import Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from heartbeats.core.pings import bearer_token, token_matches
 from jobs.models import Job, QueueState, Trigger
 from runs.broker import amqp_queue_lengths, is_amqp
 from runs.core.broker import redis_queue_keys
@@ -100,11 +101,13 @@ def _queues() -> list[str]:
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """GET /metrics in Prometheus' text format. With TAKT_METRICS_TOKEN set,
-    a request must send `Authorization: Bearer <token>`."""
+    a request must send `Authorization: Bearer <token>` (compared in
+    constant time)."""
     from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
     token = getattr(settings, "TAKT_METRICS_TOKEN", "")
-    if token and request.headers.get("Authorization", "") != f"Bearer {token}":
+    presented = bearer_token(request.headers.get("Authorization", ""))
+    if token and not token_matches(presented, token):
         return HttpResponse("metrics: a valid bearer token is required\n", status=401)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(TaktCollector())  # type: ignore[arg-type]

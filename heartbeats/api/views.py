@@ -38,13 +38,11 @@ from rest_framework.response import Response
 
 from heartbeats.alerts import mark_seen
 from heartbeats.api.ping import ping_view
+from heartbeats.core.pings import PROCESS_PREFIXES
 from heartbeats.core.status import compute_deadline_at, operations_label
 from heartbeats.models import STATE_CHOICES, Alert, AlertSeverity, Heartbeat
 from jobs.api.base import TaktApi
 
-# Takt's own processes report as outside heartbeats under these names
-# (heartbeats.processes): `worker:<worker name>` and `beat@<host>`.
-PROCESS_PREFIXES = ("worker:", "beat@")
 KIND_CHOICES = [
     ("job", "A job's heartbeat"),
     ("outside", "An outside process that pings"),

@@ -5,12 +5,10 @@ backend and to a small HTTP server started here."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -30,6 +28,7 @@ from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import create_run, start_run
 from tests.integration.conftest import SECOND, clock, make_job, utc
+from tests.integration.webhook import Hook
 from tests.processes import free_port
 
 pytestmark = pytest.mark.django_db
@@ -396,38 +395,6 @@ def test_a_check_that_finds_nothing_new_writes_nothing(redis_client, django_asse
 
 
 # --- Alerts and notifications -----------------------------------------------------
-
-
-class Hook:
-    """A local HTTP server that records the JSON it is sent."""
-
-    def __init__(self) -> None:
-        self.status = 200
-        self.received: list[dict[str, Any]] = []
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                hook.received.append(json.loads(body))
-                self.send_response(hook.status)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/takt"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def events(self) -> list[tuple[str, str]]:
-        return [(r["event"], r["title"]) for r in self.received]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
 
 
 @pytest.fixture

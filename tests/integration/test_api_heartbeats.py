@@ -140,9 +140,11 @@ def test_retrieve_a_heartbeat_by_id_with_or_without_the_slash(reader, operator, 
     assert reader.get(f"/api/v1/heartbeats/{pk + 100}{slash}").status_code == 404
 
 
-def test_a_ping_still_reaches_the_ping_view(client, reader, beats):
-    assert client.post("/api/v1/heartbeats/nightly-backup").status_code == 200
-    assert client.post("/api/v1/heartbeats/nightly-backup/start").status_code == 200
+def test_a_ping_still_reaches_the_ping_view(client, reader, beats, settings):
+    settings.TAKT_PING_TOKEN = "t0ken"
+    token = {"HTTP_AUTHORIZATION": "Bearer t0ken"}
+    assert client.post("/api/v1/heartbeats/nightly-backup", **token).status_code == 200
+    assert client.post("/api/v1/heartbeats/nightly-backup/start", **token).status_code == 200
     assert client.get("/api/v1/heartbeats/nightly-backup").status_code == 405
     backup = reader.get(f"/api/v1/heartbeats/{beats['backup'].pk}").json()
     assert (backup["run_count"], backup["last_status"]) == (3, "succeeded")

@@ -189,10 +189,12 @@ def test_ping_errors_answer_in_the_callers_language_and_a_failure_alert_in_langu
     client, settings
 ):
     Heartbeat.objects.create(name="backup", deadline_s=86400)
+    settings.TAKT_PING_TOKEN = "t0ken"
+    token = {"HTTP_AUTHORIZATION": "Bearer t0ken"}
 
-    unknown = client.post("/api/v1/heartbeats/nobody", **GERMAN)
-    bad = client.post("/api/v1/heartbeats/backup/300", **GERMAN)
-    english = client.post("/api/v1/heartbeats/nobody")
+    unknown = client.post("/api/v1/heartbeats/nobody", **GERMAN, **token)
+    bad = client.post("/api/v1/heartbeats/backup/300", **GERMAN, **token)
+    english = client.post("/api/v1/heartbeats/nobody", **token)
 
     assert unknown.status_code == 404
     assert unknown.json() == {"name": "kein externer Heartbeat heißt 'nobody'"}
@@ -200,7 +202,7 @@ def test_ping_errors_answer_in_the_callers_language_and_a_failure_alert_in_langu
     assert english.json() == {"name": "no outside heartbeat is named 'nobody'"}
 
     settings.LANGUAGE_CODE = "de"
-    client.post("/api/v1/heartbeats/backup/fail")  # no Accept-Language: a cron job's curl
+    client.post("/api/v1/heartbeats/backup/fail", **token)  # no Accept-Language: a cron job's curl
     alert = Alert.objects.get()
     assert (alert.title, alert.message) == (
         "Lauf 'backup' fehlgeschlagen",

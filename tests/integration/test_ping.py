@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 
 from heartbeats.models import Alert, Heartbeat
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client(settings):
+    """A cron job's curl with the token TAKT_PING_TOKEN asks for: DEBUG is
+    off in the tests, so a ping without one is refused (test_ping_security)."""
+    settings.TAKT_PING_TOKEN = "t0ken"
+    return Client(headers={"Authorization": "Bearer t0ken"})
 
 
 @pytest.fixture
@@ -66,7 +74,8 @@ def test_a_ping_must_be_a_post(client, backup):
 
 
 @override_settings(TAKT_PING_TOKEN="t0ken")
-def test_a_ping_token_when_configured(client, backup):
-    assert client.post("/api/v1/heartbeats/nightly-backup").status_code == 401
-    ok = client.post("/api/v1/heartbeats/nightly-backup", HTTP_AUTHORIZATION="Bearer t0ken")
+def test_a_ping_token_when_configured(backup):
+    anonymous = Client()
+    assert anonymous.post("/api/v1/heartbeats/nightly-backup").status_code == 401
+    ok = anonymous.post("/api/v1/heartbeats/nightly-backup", HTTP_AUTHORIZATION="Bearer t0ken")
     assert ok.status_code == 200
