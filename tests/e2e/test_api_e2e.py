@@ -81,7 +81,11 @@ def test_another_installation_starts_a_job_with_its_token(
     web: str, worker: Proc, tmp_path: Any
 ) -> None:
     job = Job.objects.create(
-        name="export", target="tests.echo", api_trigger_permission="token", params={"full": False}
+        name="export",
+        target="tests.echo",
+        api_trigger_permission="token",
+        params={"full": False},
+        caller_params=["full"],  # what the docs' caller sends
     )
     token = make_token(job=job, name="installation B")
     script = doc_block("token-example")
