@@ -22,6 +22,28 @@ PUBLIC_SECRET_KEYS = {
     "replace-with-50-random-characters",  # deploy/systemd/takt.env.example
     "change-me-to-a-long-random-string",  # deploy/compose.yaml before it asked for one
 }
+# Django's own bar (`check --deploy`, security.W009): a key shorter than
+# this, or of fewer distinct characters, can be guessed; made as the
+# examples say (token_urlsafe(50)) it has 67 characters.
+SECRET_KEY_MIN_LENGTH = 50
+SECRET_KEY_MIN_DISTINCT = 5
+# Words people type for a key "for now", refused however they are padded
+# or repeated to reach the length (changemechangeme…). Six letters or more:
+# a random key of 67 characters holds one by chance about once in 10^7.
+WEAK_SECRET_WORDS = (
+    "changeme",
+    "change-me",
+    "change_me",
+    "secret",
+    "password",
+    "django-insecure",
+    "insecure",
+    "development",
+    "example",
+    "replace",
+    "default",
+    "qwerty",
+)
 DEVELOPMENT_HOSTS = "127.0.0.1,localhost"
 YEAR_S = 365 * 86400
 
@@ -33,18 +55,40 @@ def host_list(debug: bool) -> list[str]:
     return [host.strip() for host in raw.split(",") if host.strip()]
 
 
+def secret_key_weakness(secret_key: str) -> str:
+    """Why `secret_key` is unfit for production, or "" when it is fit: none,
+    a public one (the development key, an example's), shorter than
+    SECRET_KEY_MIN_LENGTH characters, fewer than SECRET_KEY_MIN_DISTINCT
+    distinct characters, or built on a word of WEAK_SECRET_WORDS. Never
+    quotes the key (it ends up in logs)."""
+    key = secret_key.strip()
+    if not key:
+        return "not set"
+    if key in PUBLIC_SECRET_KEYS:
+        return "the development key and the examples' keys are public"
+    if len(key) < SECRET_KEY_MIN_LENGTH:
+        return f"{len(key)} characters, at least {SECRET_KEY_MIN_LENGTH} are needed"
+    if len(set(key)) < SECRET_KEY_MIN_DISTINCT:
+        return f"fewer than {SECRET_KEY_MIN_DISTINCT} distinct characters"
+    lowered = key.lower()
+    for word in WEAK_SECRET_WORDS:
+        if word in lowered:
+            return f"contains the guessable word {word!r}"
+    return ""
+
+
 def check_production(*, debug: bool, secret_key: str, allowed_hosts: list[str]) -> None:
-    """With DEBUG off, refuse a public secret key (the development one, an
-    example's) or none, and an empty host list: ImproperlyConfigured naming the variable, raised when
+    """With DEBUG off, refuse a weak secret key (`secret_key_weakness`: none,
+    a public one, too short, or a guessable word) and an empty host list: ImproperlyConfigured naming the variable, raised when
     the settings are imported, so every process (web, worker, beat,
     manage.py) stops before it does anything."""
     if debug:
         return
-    if not secret_key.strip() or secret_key in PUBLIC_SECRET_KEYS:
+    weakness = secret_key_weakness(secret_key)
+    if weakness:
         raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY: set a long random value when DJANGO_DEBUG=false (the development "
-            "key and the examples' are public), e.g. "
-            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+            f"DJANGO_SECRET_KEY: {weakness}; set a long random value when DJANGO_DEBUG=false, "
+            "e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
     if not allowed_hosts:
         raise ImproperlyConfigured(
