@@ -273,5 +273,8 @@ LOGGING = logging_config(
     log_format=_takt["TAKT_LOG_FORMAT"], level=env_str("TAKT_LOG_LEVEL", "INFO")
 )
 
-os.makedirs(VAR_DIR, exist_ok=True)
+# Owner-only when Takt makes it: the SQLite database and make run's
+# var/local.env (passwords) live here. An existing folder keeps its mode
+# (a systemd StateDirectory, a group-shared folder).
+os.makedirs(VAR_DIR, mode=0o700, exist_ok=True)
 os.makedirs(STATIC_ROOT, exist_ok=True)  # WhiteNoise warns about a missing one
