@@ -8,11 +8,15 @@ runs it on them.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 from scheduler_project.envconfig import env_bool, env_int, env_str
+
+if TYPE_CHECKING:  # the settings import this module before Django is set up
+    from django.http import HttpRequest
 
 # The default of DJANGO_SECRET_KEY: fine with DEBUG on, refused without.
 DEVELOPMENT_SECRET_KEY = "takt-development-key-change-me-in-production"
@@ -117,6 +121,46 @@ def https_settings() -> dict[str, Any]:
     if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
         values["SECURE_PROXY_SSL_HEADER"] = ("HTTP_X_FORWARDED_PROTO", "https")
     return values
+
+
+def login_throttle_settings(*, failure_limit: int, lockout_s: int) -> dict[str, Any]:
+    """django-axes's settings: after `failure_limit` failed logins in a row
+    of one username from one client address, that pair is refused (HTTP 429,
+    the right password too) until `lockout_s` seconds after the last
+    failure; a successful login clears the count. Other users, and the same
+    user from another address, still log in. Covers every login that goes
+    through Django's `authenticate()` with its request: the admin's login
+    page and DRF's session login (API tokens are not passwords)."""
+    minutes = max(1, round(lockout_s / 60))
+    return {
+        "AXES_ENABLED": True,
+        "AXES_FAILURE_LIMIT": failure_limit,
+        "AXES_COOLOFF_TIME": timedelta(seconds=lockout_s),
+        "AXES_LOCKOUT_PARAMETERS": [["username", "ip_address"]],
+        "AXES_RESET_ON_SUCCESS": True,
+        # The lockout ends `lockout_s` after the failure that caused it: an
+        # attempt while locked out (the owner retrying) does not extend it.
+        "AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT": False,
+        "AXES_CLIENT_IP_CALLABLE": "scheduler_project.security.login_client_address",
+        "AXES_COOLOFF_MESSAGE": (
+            f"Too many failed logins for this user from your address: try again in "
+            f"{minutes} minute{'s' if minutes != 1 else ''}, or ask an administrator "
+            "to unlock it (manage.py axes_reset_username USERNAME)."
+        ),
+    }
+
+
+def login_client_address(request: HttpRequest) -> str:
+    """The address a login came from, for the throttle: behind the TLS proxy
+    (DJANGO_BEHIND_TLS_PROXY) the last X-Forwarded-For entry, the one the
+    proxy added (earlier entries are the client's to forge); else the
+    socket's REMOTE_ADDR."""
+    from django.conf import settings
+
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and forwarded.strip():
+        return forwarded.split(",")[-1].strip()
+    return str(request.META.get("REMOTE_ADDR", ""))
 
 
 def trusted_origins(raw: str) -> list[str]:
