@@ -12,6 +12,11 @@ a `make run` never changes what `make test` uses.
 
 ``TAKT_LOCAL_ENV_FILE`` names another file; empty means none.
 
+The file holds passwords (the private Redis's, those of a DATABASE_URL or
+REDIS_URL given to make run): it is written with mode 0600 whatever the
+umask, in a folder made 0700, and make run names the variables that carry
+one.
+
     python -m scheduler_project.localenv write VAR...   (used by make run)
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values, set_key
 
@@ -69,20 +75,36 @@ def source_of(name: str) -> str:
     return SOURCES.get(name, "the default")
 
 
+def holds_password(value: str) -> bool:
+    """Whether `value` is a URL with a password in it (redis://:pw@…)."""
+    try:
+        return bool(urlsplit(value).password)
+    except ValueError:  # not a URL (a bad port, a stray bracket): nothing to find
+        return False
+
+
 def write_local_env(path: Path, names: list[str]) -> list[str]:
     """Write the named variables (and every TAKT_/DJANGO_/CELERY_ one) of
-    this process's environment to `path`, replacing the file. Returns the
-    names written."""
+    this process's environment to `path`, replacing the file, mode 0600
+    (its folder made 0700 if new) whatever the umask. Returns the names
+    written."""
     names = sorted({*names, *(k for k in os.environ if k.startswith(PREFIXES))})
     names = [n for n in names if os.environ.get(n) and n not in NOT_WRITTEN]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(
-        "# Written by `make run` (deploy/dev/run.sh): the set-up every process started\n"
-        "# from this checkout uses. A variable set in the environment wins.\n"
-    )
+    tmp.unlink(missing_ok=True)  # a left-over one may be readable by others
+    # Created owner-only, before a secret is in it: os.open's mode, not a
+    # chmod afterwards, so it is never readable by others for a moment.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(
+            "# Written by `make run` (deploy/dev/run.sh): the set-up every process started\n"
+            "# from this checkout uses. A variable set in the environment wins.\n"
+            "# It holds passwords: owner-only (0600), never commit or share it.\n"
+        )
     for name in names:
         set_key(tmp, name, os.environ[name], quote_mode="always")
+    os.chmod(tmp, 0o600)  # set_key rewrites the file through a temporary one of its own
     tmp.replace(path)
     return names
 
@@ -93,6 +115,13 @@ def main(argv: list[str]) -> int:
         return 2
     written = write_local_env(Path(argv[1]), argv[2:])
     print(f"{argv[1]}: {', '.join(written)}")
+    secret = [name for name in written if holds_password(os.environ[name])]
+    if secret:
+        print(
+            f"note: {argv[1]} holds the password of {', '.join(secret)} (mode 0600, "
+            "readable by you only); keep it out of backups and bug reports",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -28,6 +28,7 @@ from scheduler_project.security import (
     check_production,
     host_list,
     https_settings,
+    login_throttle_settings,
 )
 from scheduler_project.takt_settings import takt_settings
 
@@ -62,6 +63,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "django_ace",  # the script editor's ACE files, served locally (no CDN)
+    "axes",  # login throttling (below)
     "jobs.apps.JobsConfig",
     "runs.apps.RunsConfig",
     "heartbeats.apps.HeartbeatsConfig",
@@ -88,6 +90,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "scheduler_project.urls"
@@ -143,6 +147,20 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
     _db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 10)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Login throttling (django-axes): TAKT_LOGIN_FAILURE_LIMIT failed logins in a
+# row of one username from one address lock that pair out for
+# TAKT_LOGIN_LOCKOUT_SECONDS (scheduler_project/security.py).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+globals().update(
+    login_throttle_settings(
+        failure_limit=env_int("TAKT_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000),
+        lockout_s=env_int("TAKT_LOGIN_LOCKOUT_SECONDS", 900, minimum=1, maximum=30 * 86400),
+    )
+)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -273,5 +291,8 @@ LOGGING = logging_config(
     log_format=_takt["TAKT_LOG_FORMAT"], level=env_str("TAKT_LOG_LEVEL", "INFO")
 )
 
-os.makedirs(VAR_DIR, exist_ok=True)
+# Owner-only when Takt makes it: the SQLite database and make run's
+# var/local.env (passwords) live here. An existing folder keeps its mode
+# (a systemd StateDirectory, a group-shared folder).
+os.makedirs(VAR_DIR, mode=0o700, exist_ok=True)
 os.makedirs(STATIC_ROOT, exist_ok=True)  # WhiteNoise warns about a missing one

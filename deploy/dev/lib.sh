@@ -10,8 +10,12 @@
 #                             explains what to run and exits 1)
 #   takt_ensure_chromium      Debian's /usr/bin/chromium (and an emoji font)
 #                             for the browser tests, installed like redis-server
+#   takt_private_var DIR      DIR (var/) and what this shell writes from now on
+#                             readable by the owner only (umask 077, DIR 0700,
+#                             its database, env and Redis files 0600)
 #   takt_port_free PORT       exit 0 if 127.0.0.1:PORT can be bound
 #   takt_free_port            print a free TCP port on 127.0.0.1
+#   takt_random_password      print a random password (URL-safe characters)
 
 TAKT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TAKT_VENV="$TAKT_ROOT/.venv"
@@ -211,6 +215,22 @@ takt_ensure_chromium() {
     exit 1
 }
 
+# takt_private_var DIR: var/ holds the SQLite database (every job, run
+# output, API token hash, session), var/local.env (the Redis password) and
+# the private Redis's files; on a shared machine none of it is anyone
+# else's business. umask 077 makes everything this shell and its children
+# (migrate, web, worker, beat, Redis) create owner-only; DIR itself becomes
+# 0700, and the files an older make run left readable are closed too.
+takt_private_var() { # DIR
+    local dir="$1"
+    umask 077
+    mkdir -p "$dir"
+    chmod 700 "$dir"
+    find "$dir" -maxdepth 2 \( -name '*.sqlite3*' -o -name '*.env' -o -name '*.conf' \
+        -o -name 'celerybeat-schedule*' -o -path "$dir/redis" \) -exec chmod go-rwx {} + 2>/dev/null ||
+        takt_warn "could not make every file in $dir owner-only (chmod go-rwx failed)"
+}
+
 _takt_py() {
     if [ -x "$TAKT_VENV/bin/python" ]; then
         "$TAKT_VENV/bin/python" "$@"
@@ -235,6 +255,12 @@ EOF
 
 takt_free_port() {
     _takt_py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# 32 URL-safe characters (A-Z a-z 0-9 - _): fits in a URL and a config
+# file as it is.
+takt_random_password() {
+    _takt_py -c 'import secrets; print(secrets.token_urlsafe(24))'
 }
 
 # A URL with its password replaced by ***.

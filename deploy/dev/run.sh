@@ -5,16 +5,21 @@
 #   worker  Celery worker on queue "takt"
 #   beat    Celery beat with Takt's scheduler
 #   flower  Flower                          http://127.0.0.1:${TAKT_FLOWER_PORT:-5555}
+#           with basic auth: FLOWER_BASIC_AUTH=user:password, else user
+#           "takt" and a random password, printed below
 #   redis   a private redis-server on 127.0.0.1:${TAKT_REDIS_PORT:-6380},
-#           only when REDIS_URL is not set
+#           only when REDIS_URL is not set, with a random password (in
+#           REDIS_URL for every process, in var/local.env for a second terminal)
 #
-# Ctrl-C stops them all (honcho). All state lives under var/.
+# Ctrl-C stops them all (honcho). All state lives under var/, readable by
+# this user only (takt_private_var: umask 077, var/ 0700).
 set -euo pipefail
 # shellcheck source=deploy/dev/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TAKT_ROOT"
 
 takt_bootstrap
+takt_private_var "$TAKT_VAR"
 export PYTHONUNBUFFERED=1
 
 web_port="${TAKT_WEB_PORT:-8000}"
@@ -27,6 +32,13 @@ export TAKT_WEB_PORT="$web_port" TAKT_FLOWER_PORT="$flower_port"
 # A run's admin page links to its task in this Flower.
 export TAKT_FLOWER_URL="${TAKT_FLOWER_URL:-http://127.0.0.1:$flower_port}"
 export TAKT_WORKER_CONCURRENCY="${TAKT_WORKER_CONCURRENCY:-2}"
+# Flower reads FLOWER_BASIC_AUTH itself (user:password, comma-separated pairs).
+if [ -z "${FLOWER_BASIC_AUTH:-}" ]; then
+    export FLOWER_BASIC_AUTH="takt:$(takt_random_password)"
+    flower_login="user ${FLOWER_BASIC_AUTH%%:*}, password ${FLOWER_BASIC_AUTH#*:}"
+else
+    flower_login="login from FLOWER_BASIC_AUTH"
+fi
 
 processes=(web worker beat flower)
 if [ -z "${REDIS_URL:-}" ]; then
@@ -40,8 +52,13 @@ if [ -z "${REDIS_URL:-}" ]; then
         port="$free"
     fi
     mkdir -p var/redis
+    # A password of its own at each start: any local user can reach a port
+    # on 127.0.0.1. It goes to Redis in a file (owner-only, umask 077), not
+    # on the command line, where `ps` shows it to everyone.
+    redis_password="$(takt_random_password)"
+    printf 'requirepass %s\n' "$redis_password" >var/redis/redis.conf
     export TAKT_REDIS_PORT="$port"
-    export REDIS_URL="redis://127.0.0.1:$port/0"
+    export REDIS_URL="redis://:$redis_password@127.0.0.1:$port/0"
     processes+=(redis)
     redis_note="(private, stops with make run)"
 else
@@ -52,6 +69,7 @@ fi
 # every TAKT_*/DJANGO_*/CELERY_* variable), read by every process started
 # from this checkout: `manage.py shell`, run_job and explain_job in a second
 # terminal talk to this Redis and database without exporting anything.
+# It holds REDIS_URL's password: mode 0600 (a note on stderr says so).
 python -m scheduler_project.localenv write var/local.env REDIS_URL DATABASE_URL >/dev/null ||
     takt_die "could not write var/local.env"
 
@@ -67,7 +85,7 @@ cat <<EOF
 
   Takt is starting (${processes[*]}); Ctrl-C stops everything.
     admin   http://127.0.0.1:$TAKT_WEB_PORT/admin/
-    flower  http://127.0.0.1:$TAKT_FLOWER_PORT
+    flower  http://127.0.0.1:$TAKT_FLOWER_PORT  ($flower_login)
     redis   $(takt_mask_url "$REDIS_URL") $redis_note
     db      $(takt_describe_db)
 

@@ -18,18 +18,30 @@ import redis
 from tests.live_fixtures import wait_until
 from tests.processes import ROOT, free_port
 
+PASSWORD = "pw-" + "x7" * 12
 
-@pytest.fixture
-def dev_redis(tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:  # type: ignore[no-untyped-def]
+
+@pytest.fixture(params=["open", "password"])
+def dev_redis(request, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:  # type: ignore[no-untyped-def]
+    """redis-last.sh as Procfile.dev starts it; "password": as make run
+    does now, a config file with requirepass and the password in REDIS_URL."""
     port = free_port()
+    env = {**os.environ, "TAKT_REDIS_PORT": str(port), "TAKT_REDIS_STOP_WAIT": "3"}
+    config: list[str] = []
+    password = None
+    if request.param == "password":
+        password = PASSWORD
+        (tmp_path / "redis.conf").write_text(f"requirepass {password}\n")
+        config = [str(tmp_path / "redis.conf")]
+        env["REDIS_URL"] = f"redis://:{password}@127.0.0.1:{port}/0"
     proc = subprocess.Popen(
-        ["bash", str(ROOT / "deploy/dev/redis-last.sh"), "--port", str(port), "--bind",
+        ["bash", str(ROOT / "deploy/dev/redis-last.sh"), *config, "--port", str(port), "--bind",
          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-        env={**os.environ, "TAKT_REDIS_PORT": str(port), "TAKT_REDIS_STOP_WAIT": "3"},
+        env=env,
         stdout=subprocess.DEVNULL,
         start_new_session=True,  # as honcho starts it
     )  # fmt: skip
-    client = redis.Redis(port=port)
+    client = redis.Redis(port=port, password=password)
 
     def answers() -> bool:
         try:
@@ -52,15 +64,27 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def gone(port: int) -> bool:
     try:
-        redis.Redis(port=port, socket_connect_timeout=0.5).ping()
+        redis.Redis(port=port, password=PASSWORD, socket_connect_timeout=0.5).ping()
+    except redis.AuthenticationError:  # the open Redis: a password it was not asked for
+        return False
     except redis.ConnectionError:
         return True
     return False
 
 
+def connect(port: int) -> redis.Redis:
+    """A client as make run's processes make one: from REDIS_URL."""
+    client = redis.Redis(port=port, password=PASSWORD)
+    try:
+        client.ping()
+    except redis.AuthenticationError:
+        client = redis.Redis(port=port)
+    return client
+
+
 def test_redis_outlives_a_connection_still_open_at_sigterm(dev_redis):
     proc, port = dev_redis
-    worker = redis.Redis(port=port)
+    worker = connect(port)
     worker.set("k", "v")  # a connection the worker still holds
 
     stop(proc)
@@ -85,7 +109,7 @@ def test_redis_stops_at_once_when_no_connection_is_left(dev_redis):
 
 def test_a_connection_that_never_closes_delays_the_stop_by_the_wait_only(dev_redis):
     proc, port = dev_redis
-    stuck = redis.Redis(port=port)
+    stuck = connect(port)
     stuck.ping()
     started = time.monotonic()
     stop(proc)
@@ -100,3 +124,15 @@ def test_redis_dies_with_the_script_killed_by_sigkill(dev_redis):
     proc.kill()  # the script only: Redis is in a session of its own
     proc.wait(timeout=5)
     wait_until(lambda: gone(port), 5, "Redis to stop with its script")
+
+
+@pytest.mark.parametrize("dev_redis", ["password"], indirect=True)
+def test_make_runs_redis_refuses_a_client_without_its_password(dev_redis):
+    """Any local user can reach 127.0.0.1: without the password nothing is read or written."""
+    _, port = dev_redis
+    stranger = redis.Redis(port=port)
+    with pytest.raises(redis.AuthenticationError):
+        stranger.ping()
+    with pytest.raises(redis.AuthenticationError):
+        stranger.keys("*")
+    stranger.close()

@@ -6,6 +6,7 @@ reach Redis names the URL it tried and exits non-zero."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -44,11 +45,12 @@ def second_terminal(local_env: Path, *argv: str, **env: str) -> subprocess.Compl
     )
 
 
-def make_run_writes(path: Path, **env: str) -> str:
-    """The step of deploy/dev/run.sh that writes var/local.env."""
+def make_run_writes(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The step of deploy/dev/run.sh that writes var/local.env, from a
+    shell of the usual umask (files 0644 unless the writer says otherwise)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("TAKT_", "DJANGO_"))}
     full.update(env)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "scheduler_project.localenv", "write", str(path)]
         + ["REDIS_URL", "DATABASE_URL"],
         cwd=ROOT,
@@ -57,21 +59,45 @@ def make_run_writes(path: Path, **env: str) -> str:
         text=True,
         timeout=60,
         check=True,
+        preexec_fn=lambda: os.umask(0o022),
     )
-    return done.stdout
 
 
 def test_a_command_from_a_second_terminal_uses_what_make_run_chose(tmp_path):
     local_env = tmp_path / "local.env"
     printed = make_run_writes(
         local_env, REDIS_URL="redis://127.0.0.1:6380/0", TAKT_TIME_ZONE="America/New_York"
-    )
+    ).stdout
     assert "REDIS_URL" in printed and "TAKT_TIME_ZONE" in printed
     done = second_terminal(local_env, "shell", "--no-imports", "-c", PRINT_SETTINGS)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split("\n")
     assert lines[:3] == ["redis://127.0.0.1:6380/0", "redis://127.0.0.1:6380/0", "America/New_York"]
     assert "written by make run" in lines[3]
+
+
+def test_the_file_is_owner_only_and_make_run_says_it_holds_a_password(tmp_path):
+    """It carries the private Redis's password (and a DATABASE_URL's): 0600
+    whatever the umask, also over an older make run's 0644 file."""
+    local_env = tmp_path / "var" / "local.env"
+    local_env.parent.mkdir()
+    local_env.write_text("# an older make run's file\n")
+    local_env.chmod(0o644)
+
+    done = make_run_writes(local_env, REDIS_URL="redis://:s3cr3t-pw@127.0.0.1:6380/0")
+
+    assert stat.S_IMODE(local_env.stat().st_mode) == 0o600
+    assert "s3cr3t-pw" in local_env.read_text()  # a second terminal needs it
+    assert "holds the password of REDIS_URL" in done.stderr
+    assert "s3cr3t-pw" not in done.stdout + done.stderr
+
+
+def test_a_file_without_a_password_has_no_note_and_a_new_folder_is_owner_only(tmp_path):
+    local_env = tmp_path / "new" / "local.env"
+    done = make_run_writes(local_env, REDIS_URL="redis://127.0.0.1:6380/0")
+    assert stat.S_IMODE(local_env.stat().st_mode) == 0o600
+    assert stat.S_IMODE(local_env.parent.stat().st_mode) == 0o700
+    assert "password" not in done.stderr
 
 
 def test_a_variable_set_in_the_environment_wins_over_the_file(tmp_path):

@@ -59,6 +59,44 @@ def test_debug_off_refuses_to_start_naming_the_variable(tmp_path, variables, nam
     assert f"ImproperlyConfigured: {named}: " in result.stderr, result.stderr[-2000:]
 
 
+WEAK_KEYS = {
+    "changeme": "8 characters, at least 50",
+    "<49 random>": "49 characters, at least 50",
+    "ab" * 40: "fewer than 5 distinct characters",
+    "changeme" * 8: "the guessable word 'changeme'",
+    "django-insecure-" + "k3#9x!" * 8: "the guessable word 'django-insecure'",
+    "My-Secret-Key-" + "0123456789" * 5: "the guessable word 'secret'",
+}
+
+
+@pytest.mark.parametrize(("weak", "reason"), WEAK_KEYS.items(), ids=range(len(WEAK_KEYS)))
+def test_debug_off_refuses_a_short_or_weak_secret_key(tmp_path, weak, reason):
+    """`manage.py check --deploy` (any process) stops at the settings, naming
+    the variable and why, never printing the key."""
+    weak = secrets.token_urlsafe(64)[:49] if weak == "<49 random>" else weak
+    env = clean_env(
+        tmp_path, DJANGO_DEBUG="false", DJANGO_SECRET_KEY=weak, DJANGO_ALLOWED_HOSTS="x.example"
+    )
+
+    result = run([*MANAGE, "check", "--deploy"], env)
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: DJANGO_SECRET_KEY: " in result.stderr, result.stderr[-2000:]
+    assert reason in result.stderr, result.stderr[-2000:]
+    assert weak not in result.stderr
+
+
+def test_debug_off_accepts_a_random_key_of_50_characters(tmp_path):
+    env = clean_env(
+        tmp_path,
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64)[:50],
+        DJANGO_ALLOWED_HOSTS="x.example",
+    )
+    result = run([*MANAGE, "check"], env)
+    assert result.returncode == 0, result.stderr
+
+
 def test_debug_on_keeps_the_development_defaults(tmp_path):
     result = run([*MANAGE, "check"], clean_env(tmp_path))
     assert result.returncode == 0, result.stderr
