@@ -179,6 +179,8 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_ALERT_TIMEOUT_SECONDS": (5.0, _number(float, 0.1, 60)),
     "TAKT_FLOWER_URL": ("", _webhook),
     "TAKT_LOG_FORMAT": ("text", _choice("text", "json")),
+    # Bounds (issue 25): what one request, job or file may make Takt hold.
+    "TAKT_API_MAX_PAGE_SIZE": (1000, _number(int, 1, 100_000)),
 }
 
 
