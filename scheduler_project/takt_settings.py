@@ -181,6 +181,7 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_LOG_FORMAT": ("text", _choice("text", "json")),
     # Bounds (issue 25): what one request, job or file may make Takt hold.
     "TAKT_API_MAX_PAGE_SIZE": (1000, _number(int, 1, 100_000)),
+    "TAKT_LOG_JOB_OUTPUT": (False, _bool),
 }
 
 
