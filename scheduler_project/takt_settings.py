@@ -182,6 +182,7 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     # Bounds (issue 25): what one request, job or file may make Takt hold.
     "TAKT_API_MAX_PAGE_SIZE": (1000, _number(int, 1, 100_000)),
     "TAKT_LOG_JOB_OUTPUT": (False, _bool),
+    "TAKT_MAX_PARAMS_BYTES": (64 * 1024, _number(int, 1024, 16 * 1024 * 1024)),
 }
 
 
