@@ -183,6 +183,8 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_API_MAX_PAGE_SIZE": (1000, _number(int, 1, 100_000)),
     "TAKT_LOG_JOB_OUTPUT": (False, _bool),
     "TAKT_MAX_PARAMS_BYTES": (64 * 1024, _number(int, 1024, 16 * 1024 * 1024)),
+    "TAKT_IMPORT_MAX_BYTES": (1_000_000, _number(int, 1000, 100_000_000)),
+    "TAKT_IMPORT_MAX_NODES": (200_000, _number(int, 100, 10_000_000)),
 }
 
 
