@@ -25,11 +25,13 @@ from heartbeats.alerts import mark_seen
 from heartbeats.core.status import operations_label
 from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
+from jobs.admin.lookups import refuse_regex_lookups
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
 
 
 @admin.register(Heartbeat)
+@refuse_regex_lookups
 class HeartbeatAdmin(admin.ModelAdmin):
     list_display = ("name", "state_label", "last_run_at", "last_success_at", "deadline_s", "state")
     search_fields = ("name",)
@@ -123,6 +125,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
 
 
 @admin.register(Alert)
+@refuse_regex_lookups
 class AlertAdmin(admin.ModelAdmin):
     list_display = ("title", "severity", "count", "last_seen_at", "seen", "resolved_at")
     list_filter = ("severity", "seen", ("resolved_at", admin.EmptyFieldListFilter))
