@@ -42,11 +42,11 @@ class TaktPagination(LimitOffsetPagination):
             return self.default_limit
         limit = _whole_number(raw)
         if limit is None or not 1 <= limit <= self.max_limit:
-            said = {"maximum": self.max_limit, "value": raw}
+            said = {"max": self.max_limit, "value": raw}
             raise ValidationError(
                 {
                     self.limit_query_param: [
-                        _("must be a whole number from 1 to %(maximum)s, got %(value)r") % said
+                        _("must be a whole number from 1 to %(max)s, got %(value)r") % said
                     ]
                 }
             )
