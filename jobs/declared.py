@@ -36,7 +36,6 @@ All of it runs in one transaction.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -50,6 +49,7 @@ from django.db import IntegrityError, transaction
 
 from jobs import registry
 from jobs.definitions import OPERATOR_FIELDS, DefinitionPlan, save_definition
+from jobs.documents import load_document
 from jobs.exchange import (
     Definition,
     InvalidDefinition,
@@ -154,8 +154,8 @@ def _from_file(path: str) -> list[Declaration]:
     label = f"TAKT_JOBS_FILE ({path})"
     try:
         text = Path(path).read_text(encoding="utf-8")
-        data = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+        data = load_document(text, "json" if path.lower().endswith(".json") else "yaml")
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # DocumentRefused: a ValueError
         raise ImproperlyConfigured(f"{label}: cannot read it: {exc}") from None
     if isinstance(data, dict):
         return [_keyed(key, raw, f"{label}[{key!r}].") for key, raw in data.items()]

@@ -38,6 +38,7 @@ from jobs.definitions import (
     DefinitionPlan,
     plan_definition,
 )
+from jobs.documents import DocumentRefused, load_document
 from jobs.errors import TaktError
 from jobs.models import Job
 from jobs.policies import TriggerKind
@@ -250,9 +251,13 @@ def dump(data: Any, fmt: str) -> str:
 
 
 def load(text: str, fmt: str) -> Any:
-    """Parse YAML (which also reads JSON) or JSON text. Raises InvalidDefinition."""
+    """Parse YAML (which also reads JSON) or JSON text, within the bounds of
+    jobs.documents (size, values, no YAML anchors or aliases). Raises
+    InvalidDefinition."""
     try:
-        return json.loads(text) if fmt == "json" else yaml.safe_load(text)
+        return load_document(text, fmt)
+    except DocumentRefused as exc:
+        raise InvalidDefinition([("file ", "", str(exc))]) from None
     except (ValueError, yaml.YAMLError) as exc:
         raise InvalidDefinition([("file ", "", f"not valid {fmt.upper()}: {exc}")]) from None
 

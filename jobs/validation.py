@@ -132,10 +132,35 @@ def validate_job(job: Job) -> None:
     if not isinstance(job.params, dict):
         raise ValidationError({"params": _('must be a JSON object, e.g. {"name": "value"}')})
     _strict_json(job.params, "params")
+    _bounded(job.params, "params")
     _validate_args(job)
     _validate_policies(job)
     _validate_notify(job.notify)
     validate_coordination(job)
+
+
+def check_params_size(value: Any, field: str = "params") -> None:
+    """Params (or args) are bounded: as compact JSON in UTF-8 they may
+    take at most TAKT_MAX_PARAMS_BYTES. Called wherever params are
+    written: a job's validation (the admin, the API, imports, config as
+    code) and every run started with params (enqueue_job, the API's run).
+    Raises InvalidInput naming `field`."""
+    limit = settings.TAKT_MAX_PARAMS_BYTES
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > limit:
+        raise InvalidInput(
+            field,
+            _("at most %(limit)s bytes as JSON (TAKT_MAX_PARAMS_BYTES), got %(size)s")
+            % {"limit": limit, "size": size},
+        )
+
+
+def _bounded(value: Any, field: str) -> None:
+    try:
+        check_params_size(value, field)
+    except InvalidInput as exc:
+        raise ValidationError({field: exc.message}) from None
 
 
 def _strict_json(value: Any, field: str) -> None:
@@ -158,6 +183,7 @@ def _validate_args(job: Job) -> None:
     if not isinstance(job.args, list):
         raise ValidationError({"args": _('must be a JSON list, e.g. [1, "x"]')})
     _strict_json(job.args, "args")
+    _bounded(job.args, "args")
     if not job.args:
         return
     if job.kind != JobKind.CALLABLE:

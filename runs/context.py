@@ -25,7 +25,13 @@ class JobContext:
 
     `on_change`, if set, is called after each `log()` and `progress()`
     (outside the context's lock): the worker's autosave uses it to save
-    the output and progress soon, at most once a second (runs.autosave)."""
+    the output and progress soon, at most once a second (runs.autosave).
+
+    `log_output` (TAKT_LOG_JOB_OUTPUT, off by default) also writes each
+    kept line to the process log (logger `takt.job`), and none past the
+    output limit: whatever a job prints (its environment, a secret, 35 MB
+    of it) reaches the central logs only when the operator asked for it,
+    and never more of it than the run keeps."""
 
     name: str
     description: str
@@ -34,6 +40,7 @@ class JobContext:
     run_id: int
     job_id: int
     output_limit: int = 256 * 1024
+    log_output: bool = False
     on_change: Callable[[], None] | None = None
     result_code: int | None = None  # set by set_result_code (F-32)
     _lines: list[str] = field(default_factory=list)
@@ -47,15 +54,24 @@ class JobContext:
         """Append a line to the run's output (kept up to the output limit,
         TAKT_OUTPUT_LIMIT_BYTES, counted in UTF-8 bytes)."""
         line = str(message)
-        log.info("%s", line, extra={"job_id": self.job_id, "run_id": self.run_id})
         size = len(line.encode("utf-8", errors="replace")) + 1  # with its newline
         with self._lock:
             self._version += 1
-            if self._size + size > self.output_limit:
-                self._dropped += size
-            else:
+            kept = self._size + size <= self.output_limit
+            first_dropped = not kept and not self._dropped
+            if kept:
                 self._lines.append(line)
                 self._size += size
+            else:
+                self._dropped += size
+        if self.log_output and (kept or first_dropped):
+            extra = {"job_id": self.job_id, "run_id": self.run_id}
+            if kept:
+                log.info("%s", line, extra=extra)
+            else:
+                log.info(
+                    "[output truncated: no more lines of run %s logged]", self.run_id, extra=extra
+                )
         self._changed()
 
     def progress(self, done: int | float, total: int | float | None = None, note: str = "") -> None:
@@ -109,7 +125,8 @@ class JobContext:
 
 def context_for(run: Any) -> JobContext:
     """The context a run's job gets: its job's name and description, the
-    run's trigger and params, the output limit (TAKT_OUTPUT_LIMIT_BYTES)."""
+    run's trigger and params, the output limit (TAKT_OUTPUT_LIMIT_BYTES),
+    whether its lines also go to the process log (TAKT_LOG_JOB_OUTPUT)."""
     from django.conf import settings
 
     job = run.job
@@ -121,4 +138,5 @@ def context_for(run: Any) -> JobContext:
         run_id=run.pk,
         job_id=job.pk,
         output_limit=settings.TAKT_OUTPUT_LIMIT_BYTES,
+        log_output=settings.TAKT_LOG_JOB_OUTPUT,
     )

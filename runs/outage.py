@@ -5,6 +5,8 @@ instead of dying or logging a traceback per attempt.
 * `is_db_outage(exc)`: whether an error means "the database is not
   reachable" (Django's OperationalError / InterfaceError, or psycopg's
   underneath) rather than a bug or bad data.
+* `is_db_unreachable(exc)`: narrower, for the web's 503: the connection
+  itself failed, not a statement the database refused.
 * `compute_backoff_s`: the pure backoff schedule: first, 2×first, 4×first …
   capped, so a resume is noticed within the cap.
 * `OUTAGE`: the process's one outage log: one warning when an outage
@@ -61,6 +63,35 @@ def is_db_outage(exc: BaseException) -> bool:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+# SQLite's primary result codes that mean its file cannot be used now:
+# SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_PROTOCOL.
+SQLITE_UNREACHABLE = frozenset({5, 6, 10, 14, 15})
+
+
+def is_db_unreachable(exc: BaseException) -> bool:
+    """Narrower than is_db_outage, for what a web request answers with 503
+    "database unavailable": the connection failed, broke or was refused
+    (PostgreSQL's SQLSTATE class 08, 57P01-57P05, 53300 too many
+    connections, or a driver error with no SQLSTATE; SQLite busy, locked,
+    unreadable), never a statement the database refused (a bad regular
+    expression, a cancelled query, a deadlock): those are the request's
+    own error."""
+    if not is_db_outage(exc):
+        return False
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        sqlstate = getattr(current, "sqlstate", None)
+        if sqlstate:
+            return sqlstate[:2] == "08" or sqlstate[:4] == "57P0" or sqlstate == "53300"
+        code = getattr(current, "sqlite_errorcode", None)
+        if code is not None:
+            return code & 0xFF in SQLITE_UNREACHABLE
+        current = current.__cause__ or current.__context__
+    return True  # an outage error with nothing more to tell: as is_db_outage says
 
 
 def compute_backoff_s(attempt: int, *, first_s: float, cap_s: float) -> float:

@@ -24,8 +24,10 @@ from jobs.errors import (
 )
 from jobs.i18n import translated
 from jobs.models import Job, Trigger
+from jobs.policies import INTERNAL_TARGETS
 from jobs.services import on_run_started
 from jobs.specs import allowed_in_maintenance
+from jobs.validation import check_params_size
 from runs import decisions
 from runs.core.admission import Admission, Decision
 from runs.core.messages import MAINTENANCE_REFUSAL
@@ -213,7 +215,8 @@ def enqueue_job(
 
     Raises JobNotFound for an unknown id, ChildJob for a child job (it runs
     only with its parent, F-04), InvalidInput (naming the field) for bad
-    params, priority, run_at, trigger or dedupe_key, and for a run due now
+    params (the merged params larger than TAKT_MAX_PARAMS_BYTES too),
+    priority, run_at, trigger or dedupe_key, and for a run due now
     MaintenanceMode, QueuePaused or ConditionNotMet (F-32) when it cannot
     start."""
     now = now or timezone.now()
@@ -232,6 +235,10 @@ def enqueue_job(
         )
     if params is not None:
         params = {**job.params, **_check_params(params)}
+        if job.target not in INTERNAL_TARGETS:
+            # Takt's own operations check their params themselves (an
+            # import's text has TAKT_IMPORT_MAX_BYTES): no caller sets them.
+            check_params_size(params)
     if priority is not None and (not isinstance(priority, int) or not 0 <= priority <= 9):
         raise InvalidInput("priority", f"must be a whole number from 0 to 9, got {priority!r}")
     if run_at is not None and (run_at.tzinfo is None or run_at.utcoffset() is None):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from runs.outage import OUTAGE, drop_connection, is_db_outage
+from runs.outage import OUTAGE, drop_connection, is_db_unreachable
 
 RETRY_AFTER_S = 10
 MESSAGE = (
@@ -39,8 +39,8 @@ class DatabaseUnavailableMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not is_db_outage(exception):
-            return None  # Django's own handling (a 500)
+        if not is_db_unreachable(exception):
+            return None  # Django's own handling (a 500): a bad statement is no outage
         OUTAGE.failed(exception, what=f"web {request.method} {request.path}")
         drop_connection()
         return unavailable(request)

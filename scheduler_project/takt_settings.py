@@ -203,6 +203,12 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_ALERT_TIMEOUT_SECONDS": (5.0, _number(float, 0.1, 60)),
     "TAKT_FLOWER_URL": ("", _webhook),
     "TAKT_LOG_FORMAT": ("text", _choice("text", "json")),
+    # Bounds (issue 25): what one request, job or file may make Takt hold.
+    "TAKT_API_MAX_PAGE_SIZE": (1000, _number(int, 1, 100_000)),
+    "TAKT_LOG_JOB_OUTPUT": (False, _bool),
+    "TAKT_MAX_PARAMS_BYTES": (64 * 1024, _number(int, 1024, 16 * 1024 * 1024)),
+    "TAKT_IMPORT_MAX_BYTES": (1_000_000, _number(int, 1000, 100_000_000)),
+    "TAKT_IMPORT_MAX_NODES": (200_000, _number(int, 100, 10_000_000)),
 }
 
 

@@ -41,6 +41,7 @@ from jobs.admin.display import (
 )
 from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from jobs.admin.job_list import JobChangeList, with_page_relations
+from jobs.admin.lookups import refuse_regex_lookups
 from jobs.admin.panels import (
     command_summary,
     coordination_summary,
@@ -85,6 +86,7 @@ class BackfillForm(forms.Form):
 
 
 @admin.register(Job)
+@refuse_regex_lookups
 class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
     form = JobForm
     inlines = [TriggerInline]

@@ -21,11 +21,13 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from jobs.admin.lookups import refuse_regex_lookups
 from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
 
 
 @admin.register(ApiToken)
+@refuse_regex_lookups
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = (
         "name",

@@ -2,15 +2,19 @@
 REST_FRAMEWORK settings say: in a project that embeds Takt
 (docs/embedding.md) its API keeps its own authentication (API tokens, the
 admin's session), permissions (the models' permissions), filters,
-pagination (100 a page) and error format."""
+pagination (100 a page, at most TAKT_API_MAX_PAGE_SIZE) and error format."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django.conf import settings
+from django.utils.translation import gettext as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
 from jobs.api.auth import ApiTokenAuthentication, ModelPermissions
@@ -20,7 +24,64 @@ PAGE_SIZE = 100
 
 
 class TaktPagination(LimitOffsetPagination):
+    """`limit` rows a page (default 100) from `offset` on. A `limit` above
+    TAKT_API_MAX_PAGE_SIZE, or one or an `offset` that is not a whole
+    number (limit: from 1), is refused with a 400 naming the parameter,
+    never changed silently: one request must not make the web process
+    read and serialise a whole table."""
+
     default_limit = PAGE_SIZE
+
+    @property
+    def max_limit(self) -> int:
+        return int(settings.TAKT_API_MAX_PAGE_SIZE)
+
+    def get_limit(self, request: Any) -> int:
+        raw = request.query_params.get(self.limit_query_param)
+        if raw is None:
+            return self.default_limit
+        limit = _whole_number(raw)
+        if limit is None or not 1 <= limit <= self.max_limit:
+            said = {"max": self.max_limit, "value": raw}
+            raise ValidationError(
+                {
+                    self.limit_query_param: [
+                        _("must be a whole number from 1 to %(max)s, got %(value)r") % said
+                    ]
+                }
+            )
+        return limit
+
+    def get_offset(self, request: Any) -> int:
+        raw = request.query_params.get(self.offset_query_param)
+        if raw is None:
+            return 0
+        offset = _whole_number(raw)
+        if offset is None or offset < 0:
+            raise ValidationError(
+                {
+                    self.offset_query_param: [
+                        _("must be a whole number from 0, got %(value)r") % {"value": raw}
+                    ]
+                }
+            )
+        return offset
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.limit_query_param:
+                parameter["description"] = (
+                    f"Rows a page: {self.default_limit} unless given, at most {self.max_limit}"
+                    " (TAKT_API_MAX_PAGE_SIZE); a larger one is refused (400 on `limit`)."
+                )
+                parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": self.max_limit}
+        return parameters
+
+
+def _whole_number(raw: str) -> int | None:
+    text = raw.strip()
+    return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text) else None
 
 
 class CappedCountPagination(TaktPagination):

@@ -32,6 +32,7 @@ from jobs.admin.display import (
     time_html,
     times_in_text,
 )
+from jobs.admin.lookups import refuse_regex_lookups
 from jobs.errors import TaktError
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
@@ -77,6 +78,7 @@ def flower_task_url(run: Run) -> str:
 
 
 @admin.register(Run)
+@refuse_regex_lookups
 class RunAdmin(admin.ModelAdmin):
     list_display = (
         "run", "job_link", "trigger", "status_in_list", "scheduled_in_list", "started_in_list",
@@ -315,6 +317,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditRecord)
+@refuse_regex_lookups
 class AuditRecordAdmin(admin.ModelAdmin):
     """The audit trail of retention cleanup (F-52, F-72): read only."""
 

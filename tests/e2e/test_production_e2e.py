@@ -145,6 +145,7 @@ def test_json_logs_of_a_worker_carry_the_run(live_env, live_log_dir):
     env = {
         **live_env,
         "TAKT_LOG_FORMAT": "json",
+        "TAKT_LOG_JOB_OUTPUT": "true",  # job.log()'s lines too (off by default)
         "TAKT_JOB_MODULES": "tests.sample_jobs,tests.e2e.logging_jobs",
     }
     stderr = live_log_dir / f"json-worker-{uuid.uuid4().hex[:6]}.stderr"

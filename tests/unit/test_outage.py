@@ -14,6 +14,7 @@ from runs.outage import (
     OutageTooLong,
     compute_backoff_s,
     is_db_outage,
+    is_db_unreachable,
     retry_through_outage,
 )
 from runs.tasks import compute_claim_wait_s
@@ -169,3 +170,49 @@ def test_past_its_deadline_the_retry_gives_up_with_outage_too_long():
 )
 def test_a_claim_waits_at_most_half_the_runs_time_limit(hard_s, soft_s, expected):
     assert compute_claim_wait_s(300, hard_s=hard_s, soft_s=soft_s) == expected
+
+
+def _sqlite_error(sql: str, database: str = ":memory:") -> BaseException:
+    """A real sqlite3 error: `sql` run on `database`, with REGEXP as Django's."""
+    import re
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(database)
+        connection.create_function("REGEXP", 2, lambda p, s: bool(re.search(p, s)))
+        connection.execute(sql)
+    except sqlite3.Error as exc:
+        return exc
+    raise AssertionError(f"{sql!r} on {database} raised nothing")
+
+
+def _wrapped(driver_error: BaseException) -> OperationalError:
+    """As Django's DatabaseErrorWrapper raises it: from the driver's error."""
+    try:
+        raise OperationalError(str(driver_error)) from driver_error
+    except OperationalError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (OperationalError("connection refused"), True),  # nothing more to tell
+        (InterfaceError("connection already closed"), True),
+        (psycopg.OperationalError("server closed the connection unexpectedly"), True),
+        (_wrapped(psycopg.errors.lookup("57P01")("terminating connection")), True),
+        (_wrapped(psycopg.errors.lookup("57P03")("the database system is starting up")), True),
+        (_wrapped(psycopg.errors.lookup("08006")("connection failure")), True),
+        (_wrapped(psycopg.errors.lookup("53300")("too many connections")), True),
+        (_wrapped(_sqlite_error("SELECT 1", "/no/such/folder/takt.db")), True),  # CANTOPEN
+        # Statements the database refused: the request's own error, no outage.
+        (_wrapped(_sqlite_error("SELECT 'a' REGEXP '('")), False),  # a bad regex on SQLite
+        (_wrapped(_sqlite_error("SELECT * FROM no_such_table")), False),
+        (_wrapped(psycopg.errors.lookup("57014")("canceling statement due to timeout")), False),
+        (_wrapped(psycopg.errors.lookup("40P01")("deadlock detected")), False),
+        (IntegrityError("duplicate key"), False),
+        (ValueError("bad data"), False),
+    ],
+)
+def test_which_errors_answer_a_web_request_with_database_unavailable(exc, expected):
+    assert is_db_unreachable(exc) is expected
