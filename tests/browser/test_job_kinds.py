@@ -103,7 +103,7 @@ def test_an_operator_picks_a_system_function_from_the_suggestions(page: Page) ->
     expect(options.first).to_have_attribute("value", "takt.maintenance")
     expect(options.filter(has_text="Pause the queue (params: note")).to_have_count(1)
     target.fill("takt.maintenance")
-    page.get_by_label("Params").fill('{"only": ["vacuum"]}')
+    page.locator("#id_params").fill('{"only": ["vacuum"]}')
     press_save(page)
 
     expect(field_errors(page.locator("form"), "params")).to_have_text(
@@ -111,7 +111,7 @@ def test_an_operator_picks_a_system_function_from_the_suggestions(page: Page) ->
     )
     assert not Job.objects.filter(name="Nightly checks").exists()
 
-    page.get_by_label("Params").fill('{"only": ["checks"]}')
+    page.locator("#id_params").fill('{"only": ["checks"]}')
     press_save(page)
 
     expect_saved(page, "Nightly checks")

@@ -130,7 +130,7 @@ def test_a_backfill_from_the_job_list_shows_its_progress_to_100_percent(
     assert values == sorted(values), seen  # it only moves forward
     assert page.evaluate("window.takt_same_page") is True, "the page was reloaded"
     run = Run.objects.get(job=operations_job)
-    assert (run.status, run.params["operation"], run.params["by"]) == (
+    assert (run.status, run.params["operation"], run.started_by) == (
         "succeeded",
         "backfill",
         "admin",

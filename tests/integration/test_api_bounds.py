@@ -141,7 +141,7 @@ def test_enqueue_job_refuses_run_params_past_the_cap_and_makes_no_run():
 @override_settings(TAKT_MAX_PARAMS_BYTES=CAP)
 def test_the_api_refuses_run_params_past_the_cap_naming_params():
     """The issue's 20 runs of 2.4 MB each by one token."""
-    job = make_job("export", api_trigger_permission="token")
+    job = make_job("export", api_trigger_permission="token", caller_params=["*"])
     client = TokenClient(make_token(job=job))
     refused = client.send("post", f"/api/v1/jobs/{job.pk}/run", {"params": params_of(CAP + 1)})
     assert refused.status_code == 400

@@ -468,7 +468,7 @@ def test_another_database_by_url(tmp_path):
         "shell",
         "-c",
         "from django_celery_beat.models import CrontabSchedule as C, PeriodicTask as P;"
-        "P.objects.create(name='old.report', task='reports.nightly',"
+        "P.objects.create(name='old.report', task='takt.resume_queue',"
         " crontab=C.objects.create(minute='0', hour='6', timezone='Europe/Berlin'))",
     )
     run(new, "migrate", "-v0")
