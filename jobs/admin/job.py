@@ -301,11 +301,13 @@ class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmi
     ) -> HttpResponse:
         job = self.get_object(request, object_id)
         extra = dict(extra_context or {})
-        if job is not None:
+        if job is not None and request.user.has_perm("takt_runs.view_run"):
+            # Runs' output and messages only for whom may view runs.
             extra["run_history"] = run_history(job)
             extra["latest_run"] = (
                 Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
             )
+        if job is not None:
             extra["explanation"] = explanation_view(self.explanation(job))
             extra["can_cancel"] = request.user.has_perm("takt_runs.cancel_run")
         return super().change_view(request, object_id, form_url, extra_context=extra)

@@ -438,3 +438,16 @@ def test_a_run_file_starts_no_job_that_needs_a_capability_unless_granted(tmp_pat
         path.write_text("again")
         stat = path.stat()
         assert handle_run_file(str(path), 5, stat.st_mtime_ns, now=_now()) is not None
+
+
+# --- Low: the job editor and run output ----------------------------------------------------
+
+
+def test_the_job_editor_shows_run_output_only_to_whom_may_view_runs() -> None:
+    job = Job.objects.create(name="j", target="tests.echo")
+    run = enqueue_job(job)
+    Run.objects.filter(pk=run.pk).update(output="secret output line")
+    url = reverse("admin:takt_jobs_job_change", args=[job.pk])
+    assert "secret output line" not in admin_as(*EDITOR).get(url).content.decode()
+    viewer = admin_as(*EDITOR, "takt_runs.view_run", username="runs")
+    assert "secret output line" in viewer.get(url).content.decode()
