@@ -15,6 +15,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.queue import pause_queue, resume_queue
 from runs.services import enqueue_job
 from tests.e2e.conftest import wait_until
+from tests.live_fixtures import holds_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -132,10 +133,15 @@ def test_pause_enqueues_nothing_and_resume_catches_up_exactly_once(worker, beat)
     wait_until(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).exists(), 15, "a first run")
 
     pause_queue(note="e2e", by="test", now=timezone.now())
-    time.sleep(1)  # a run already on its way may still finish
-    before = job.runs.count()
-    time.sleep(3)
-    assert job.runs.count() == before  # nothing enqueued while paused
+    # The pause is committed: a tick reads its clock first, then the pause,
+    # so a tick that claims after this moment sees it. A tick that began
+    # before may still record runs, stamped with its earlier clock.
+    paused = timezone.now()
+    holds_for(
+        lambda: not job.runs.filter(enqueued_at__gt=paused).exists(),
+        4,
+        "nothing enqueued while paused",
+    )
 
     resumed = timezone.now()
     resume_queue(now=resumed)
