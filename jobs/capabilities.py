@@ -71,7 +71,6 @@ SCRIPTS = Capability(
     "write_scripts", gettext_noop("Can create, change and run script jobs"), "kind"
 )
 ALL = (PROGRAMS, TASKS, REMOTE, FOLDERS, SCRIPTS)
-BY_CODENAME = {c.codename: c for c in ALL}
 # Job.Meta.permissions
 PERMISSIONS = tuple((c.codename, c.label) for c in ALL)
 
@@ -89,7 +88,7 @@ def needed(kind: str, target: str, trigger_kinds: Iterable[str] = ()) -> frozens
     elif kind == JobKind.CALLABLE:
         if target == REMOTE_TARGET:
             caps.add(REMOTE)
-        elif target not in registry.registered_names():
+        elif not registry.is_registered(target):
             caps.add(TASKS)
     if TriggerKind.FILE in set(trigger_kinds):
         caps.add(FOLDERS)
@@ -150,18 +149,3 @@ def refusals(lacking: Iterable[Capability]) -> dict[str, list[str]]:
 
 def one_line(lacking: Iterable[Capability]) -> str:
     return "; ".join(f"{field}: {' '.join(m)}" for field, m in refusals(lacking).items())
-
-
-def codenames(value: Any, *, setting: str) -> frozenset[Capability]:
-    """The capabilities a setting lists by codename (e.g. the ones RUN files
-    may start). An unknown name is an error naming the setting."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ImproperlyConfigured(f"{setting}: expected a list of permission codenames")
-    unknown = [v for v in value if v not in BY_CODENAME]
-    if unknown:
-        raise ImproperlyConfigured(
-            f"{setting}: unknown capability {unknown[0]!r} (one of {', '.join(BY_CODENAME)})"
-        )
-    return frozenset(BY_CODENAME[v] for v in value)

@@ -125,6 +125,11 @@ def allowed_names() -> list[str]:
     return sorted(_ALLOWED_IN_MAINTENANCE)
 
 
+def is_registered(target: str) -> bool:
+    """Whether a function is registered with @takt_job as `target`."""
+    return target in _REGISTRY
+
+
 def registered_names() -> list[str]:
     return sorted(_REGISTRY)
 
