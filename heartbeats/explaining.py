@@ -32,7 +32,7 @@ from heartbeats.core.coordination import (
 )
 from heartbeats.core.explain import BeatFacts, Explanation, JobFacts, RunFacts, explain
 from heartbeats.core.triggers import TriggerFacts, starts_when
-from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
+from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes, read_queues
 from jobs import registry
 from jobs.core.constraints import allows
 from jobs.core.cron import gettext_noop
@@ -43,6 +43,7 @@ from jobs.specs import allowed_in_maintenance, trigger_constraints, trigger_desc
 from runs.core.start import SlotNeeds
 from runs.locks import get_redis, job_lock, token_run_id
 from runs.models import ACTIVE_STATUSES, FINISHED_STATUSES, Run, RunStatus
+from runs.publish import queue_of
 from runs.queue import lock_file_present
 from runs.slots import exclusive_key, group_key, grouped_key, member_run_id, running_key
 from runs.variables import job_condition
@@ -133,6 +134,7 @@ def _active_runs(
         if parent
         else {}
     )
+    unread = _unread_queue(job, now=now) if any(r.status == RunStatus.QUEUED for r in runs) else ""
     return tuple(
         RunFacts(
             run_id=run.pk,
@@ -145,9 +147,17 @@ def _active_runs(
             held=run.held,
             waiting_for=run.waiting_for if run.held else "",
             child=children.get(run.pk, ""),
+            unread_queue=unread if run.status == RunStatus.QUEUED and not run.held else "",
         )
         for run in runs
     )
+
+
+def _unread_queue(job: Job, *, now: datetime) -> str:
+    """The queue the job's runs go to, when no live worker consumes it."""
+    queue = queue_of(job, {})
+    read = read_queues(now=now)
+    return "" if read is None or queue in read else queue
 
 
 def _active_children(job: Job, parent_runs: list[int]) -> dict[int, object]:

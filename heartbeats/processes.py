@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -52,12 +53,19 @@ def report_process(name: str, *, now: datetime, detail: str = "") -> None:
 
 class BeatReporter:
     """Called from each beat tick: reports the beat (with its scheduler
-    switch, TAKT_SCHEDULER_ENABLED) and checks overdue heartbeats every
-    REPORT_EVERY_S. Never raises."""
+    switch, TAKT_SCHEDULER_ENABLED) and runs its `checks` (overdue
+    heartbeats; queues no worker reads) every REPORT_EVERY_S. Never raises."""
 
-    def __init__(self, name: str, *, scheduler_enabled: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        scheduler_enabled: bool = True,
+        checks: Sequence[Callable[..., object]] = (check_overdue,),
+    ) -> None:
         self.name = name
         self.detail = beat_detail(scheduler_enabled)
+        self.checks = checks
         self._last = float("-inf")
 
     def maybe_report(self, *, now: datetime) -> None:
@@ -66,7 +74,8 @@ class BeatReporter:
         self._last = time.monotonic()
         try:
             report_process(self.name, now=now, detail=self.detail)
-            check_overdue(now=now)
+            for check in self.checks:
+                check(now=now)
         except Exception as exc:
             _report_failed(exc, "the beat's heartbeat or overdue check failed")
 
@@ -112,6 +121,15 @@ class LiveProcess:
         value = self.detail.partition("concurrency=")[2].split()[:1]
         return int(value[0]) if value and value[0].isdigit() else 0
 
+    @property
+    def queues(self) -> frozenset[str] | None:
+        """The queues a worker consumes, as it reported them (None: a worker
+        of an older Takt, which did not say)."""
+        if "queues=" not in self.detail:
+            return None
+        value = self.detail.partition("queues=")[2].split()[:1]
+        return frozenset(q for q in (value[0] if value else "").split(",") if q)
+
 
 def live_processes(prefix: str, *, now: datetime) -> list[LiveProcess]:
     """The beats (BEAT_PREFIX) or workers (WORKER_PREFIX) that reported
@@ -124,8 +142,23 @@ def live_processes(prefix: str, *, now: datetime) -> list[LiveProcess]:
     return [LiveProcess(r.name, r.last_run_at, r.last_result) for r in rows if r.last_run_at]
 
 
-def concurrency_detail(concurrency: int) -> str:
-    return f"concurrency={concurrency}"
+def worker_detail(concurrency: int, queues: Iterable[str] | None = None) -> str:
+    """What a worker reports beside its heartbeat: its pool size and the
+    queues it consumes (-Q), when known."""
+    said = "" if queues is None else f" queues={','.join(sorted(queues))}"
+    return f"concurrency={concurrency}{said}"
+
+
+def read_queues(*, now: datetime) -> frozenset[str] | None:
+    """The queues the live workers consume, together; None when a live
+    worker did not say which (an older Takt): then no queue can be called
+    unread."""
+    read: set[str] = set()
+    for worker in live_processes(WORKER_PREFIX, now=now):
+        if worker.queues is None:
+            return None
+        read |= worker.queues
+    return frozenset(read)
 
 
 def live_concurrency(*, now: datetime) -> int:
@@ -134,8 +167,12 @@ def live_concurrency(*, now: datetime) -> int:
     return sum(worker.concurrency for worker in live_processes(WORKER_PREFIX, now=now))
 
 
-def start_worker_reporter(name: str, concurrency: int = 0) -> threading.Thread:
-    """A daemon thread reporting `name` (with its pool size) every REPORT_EVERY_S."""
+def start_worker_reporter(
+    name: str, concurrency: int = 0, queues: Iterable[str] | None = None
+) -> threading.Thread:
+    """A daemon thread reporting `name` (with its pool size and the queues
+    it consumes) every REPORT_EVERY_S."""
+    detail = worker_detail(concurrency, queues)
 
     def loop() -> None:
         from django.db import close_old_connections
@@ -144,7 +181,7 @@ def start_worker_reporter(name: str, concurrency: int = 0) -> threading.Thread:
         while True:
             try:
                 close_old_connections()
-                report_process(name, now=timezone.now(), detail=concurrency_detail(concurrency))
+                report_process(name, now=timezone.now(), detail=detail)
                 OUTAGE.recovered()
             except Exception as exc:
                 _report_failed(exc, "the worker's heartbeat could not be written")

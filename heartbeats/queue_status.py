@@ -58,7 +58,12 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
             for b in beats
         ],
         "workers": [
-            {"name": w.name, "concurrency": w.concurrency, "last_seen_at": w.last_seen_at}
+            {
+                "name": w.name,
+                "concurrency": w.concurrency,
+                "queues": None if w.queues is None else sorted(w.queues),
+                "last_seen_at": w.last_seen_at,
+            }
             for w in workers
         ],
     }

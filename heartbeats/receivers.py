@@ -14,7 +14,8 @@ from django.conf import settings
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.job_events import on_run_running_long, on_run_started
 from heartbeats.processes import BeatReporter, beat_name, start_worker_reporter
-from heartbeats.services import heartbeat_with_end, on_run_finished
+from heartbeats.services import check_overdue, heartbeat_with_end, on_run_finished
+from heartbeats.unread_queues import check_unread_queues
 from runs import signals
 from runs.maintenance import maintenance_finished
 from scheduler_project.logconfig import set_process_field
@@ -27,7 +28,16 @@ def worker_ready(sender: object = None, **kwargs: object) -> None:
     hostname = getattr(sender, "hostname", None) or "unknown"
     controller = getattr(sender, "controller", None)
     concurrency = getattr(controller, "concurrency", None) or getattr(sender, "concurrency", 0)
-    start_worker_reporter(f"worker:{hostname}", int(concurrency or 0))
+    start_worker_reporter(f"worker:{hostname}", int(concurrency or 0), consumed_queues(sender))
+
+
+def consumed_queues(consumer: object) -> list[str] | None:
+    """The queues a worker consumes (its -Q, else every queue the app
+    declares); None when `consumer` is not a worker's consumer."""
+    try:
+        return sorted(consumer.app.amqp.queues.consume_from)  # type: ignore[attr-defined]
+    except Exception:
+        return None
 
 
 _beat_reporter: list[Any] = []
@@ -46,6 +56,7 @@ def beat_ticked(sender: object = None, now: Any = None, **kwargs: object) -> Non
             BeatReporter(
                 beat_name(settings.TAKT_BEAT_NAME, socket.gethostname()),
                 scheduler_enabled=bool(settings.TAKT_SCHEDULER_ENABLED),
+                checks=(check_overdue, check_unread_queues),
             )
         )
     _beat_reporter[0].maybe_report(now=now)

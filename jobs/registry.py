@@ -2,7 +2,8 @@
 
 A function becomes a job target with ``@takt_job`` (or ``@takt_job("name")``);
 the admin offers the registered names, and the worker resolves a job's
-`target` here first, then among the Celery app's tasks. Modules named
+`target` here first, then among the Celery app's tasks (the project's own
+app, its task modules imported as its worker imports them: jobs.celery_app). Modules named
 ``takt_jobs`` in installed apps, and those listed in ``TAKT_JOB_MODULES``,
 are imported at start-up so their decorators run.
 
@@ -135,8 +136,13 @@ def registered_names() -> list[str]:
 
 
 def celery_task_names() -> list[str]:
+    """The Celery tasks of the project's app, its task modules imported."""
+    # lazy, as below: `import jobs` (the pure core's package) stays free of Celery
     from celery import current_app
 
+    from jobs.celery_app import discover_tasks
+
+    discover_tasks(current_app)
     return sorted(n for n in current_app.tasks if not n.startswith("celery."))
 
 
@@ -149,7 +155,12 @@ def resolve(target: str) -> tuple[Callable[..., Any], bool]:
         return func, True
     from celery import current_app
 
+    from jobs.celery_app import discover_tasks
+
     task = current_app.tasks.get(target)
+    if task is None:  # in a web process or a command, the first time
+        discover_tasks(current_app)
+        task = current_app.tasks.get(target)
     if task is not None:
         return task, False
     raise UnknownTarget(f"no job callable or Celery task is registered as {target!r}")

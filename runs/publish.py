@@ -162,12 +162,25 @@ def queue_of(job: Any, routes: dict[str, str]) -> str:
     if target not in routes:
         routes[target] = default
         if is_celery_task(target):
-            # As Celery's apply_async routes it: the task's own queue, else task_routes.
-            own = getattr(current_app.tasks[target], "queue", None)
-            route = current_app.amqp.router.route({"queue": own} if own else {}, target)
-            queue = route.get("queue")
-            routes[target] = getattr(queue, "name", None) or str(queue or default)
+            routes[target] = task_queue(target) or default
     return routes[target]
+
+
+def task_queue(target: str) -> str | None:
+    """The queue a Celery task's own routing names: its `queue` option, else
+    the app's task_routes; None when neither names one. Celery's own
+    fallback, task_default_queue (`celery`), is not the task's routing: a
+    run of such a task goes to Takt's queue, where Takt's workers listen."""
+    own = getattr(current_app.tasks[target], "queue", None)
+    route = {"queue": own} if own else None
+    if route is None and current_app.amqp.router.routes:
+        route = current_app.amqp.router.lookup_route(target, (), {}, {}, None)
+    if not route:
+        return None
+    if isinstance(route, str):
+        return route
+    found = route.get("queue")
+    return getattr(found, "name", None) or (str(found) if found else None)
 
 
 def _time_limits(job: Any) -> dict[str, Any]:

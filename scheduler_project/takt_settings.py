@@ -243,15 +243,19 @@ def _check_done_folder(values: dict[str, Any]) -> None:
             raise ImproperlyConfigured(f"TAKT_RUN_FILE_DONE_FOLDER: {exc}") from None
 
 
-def apply_to(settings: Any) -> None:
+def apply_to(settings: Any, app_broker: Callable[[], Any] = lambda: None) -> None:
     """Fill in a project's Django settings: every TAKT_* setting (the
     environment over the project's value over the default), and REDIS_URL
-    (Takt's locks and marks) when the project has none: the Celery broker's
-    URL if it is a Redis one, else redis://127.0.0.1:6379/0."""
+    (Takt's locks and marks) when the project has none: the environment's,
+    else the Celery broker's URL if it is a Redis one (CELERY_BROKER_URL, or
+    `app_broker()`: the broker the project's Celery app was given in code),
+    else redis://127.0.0.1:6379/0."""
     project = {name: getattr(settings, name) for name in SETTINGS if hasattr(settings, name)}
     for name, value in takt_settings(project).items():
         setattr(settings, name, value)
     if not hasattr(settings, "REDIS_URL"):
         broker = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+        if not broker and not os.environ.get("REDIS_URL"):
+            broker = str(app_broker() or "")
         fallback = broker if broker.startswith(("redis://", "rediss://")) else ""
         settings.REDIS_URL = os.environ.get("REDIS_URL") or fallback or "redis://127.0.0.1:6379/0"

@@ -37,6 +37,8 @@ class RunFacts:
     # A parent's running run (F-04) holds no lock while its children run:
     # its active child run, in words ("run #42 of job 'Import' (#4), queued").
     child: object = ""
+    # queued: the queue it was sent to, when no live worker consumes it.
+    unread_queue: str = ""
 
 
 def active_runs_check(
@@ -133,7 +135,12 @@ def _blocking(
         )
     run = min(waiting, key=lambda r: r.since)
     stuck: Phrase | str = ""
-    if not run.held and now - run.since >= QUEUED_STUCK_AFTER:
+    if not run.held and run.unread_queue:
+        stuck = phrase(
+            gettext_noop("; it waits on the queue %(queue)s, which no live worker reads"),
+            queue=f"'{run.unread_queue}'",
+        )
+    elif not run.held and now - run.since >= QUEUED_STUCK_AFTER:
         stuck = phrase(gettext_noop("; no worker has started it"))
     held: Phrase | str = ""
     if run.held:

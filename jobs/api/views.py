@@ -252,6 +252,11 @@ class LiveBeatSerializer(serializers.Serializer):
 class LiveWorkerSerializer(serializers.Serializer):
     name = serializers.CharField()
     concurrency = serializers.IntegerField()
+    queues = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="The queues it consumes (-Q); null: a worker of an older Takt did not say.",
+    )
     last_seen_at = serializers.DateTimeField()
 
 

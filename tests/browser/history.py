@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from heartbeats.processes import beat_detail, concurrency_detail, report_process
+from heartbeats.processes import beat_detail, report_process, worker_detail
 from jobs.models import Job
 from runs.ending import finish_run
 from runs.models import Run, RunStatus, RunTrigger
@@ -57,4 +57,4 @@ def report_beat(name: str = "beat@host-a", *, scheduler: bool = True) -> None:
 
 def report_worker(name: str = f"worker:{WORKER}", *, concurrency: int = 4) -> None:
     """A worker's process heartbeat, now, with its pool size."""
-    report_process(name, now=timezone.now(), detail=concurrency_detail(concurrency))
+    report_process(name, now=timezone.now(), detail=worker_detail(concurrency, ["takt"]))

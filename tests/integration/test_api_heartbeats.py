@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from heartbeats.models import Alert, Heartbeat
-from heartbeats.processes import concurrency_detail, report_process
+from heartbeats.processes import report_process, worker_detail
 from tests.integration.api_helpers import SessionClient, TokenClient, make_token, user_with
 from tests.integration.conftest import make_job, utc
 
@@ -22,7 +22,7 @@ WRITE = ("takt_heartbeats.change_heartbeat", "takt_heartbeats.change_alert")
 @pytest.fixture
 def beats() -> dict[str, Heartbeat]:
     job = make_job("report")
-    report_process("worker:celery@w1", now=T0, detail=concurrency_detail(4))
+    report_process("worker:celery@w1", now=T0, detail=worker_detail(4, ["takt"]))
     return {
         "job": Heartbeat.objects.create(
             name="report",

@@ -11,7 +11,7 @@ from django.test import override_settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from heartbeats.processes import PROCESS_DEADLINE_S, concurrency_detail, report_process
+from heartbeats.processes import PROCESS_DEADLINE_S, report_process, worker_detail
 from jobs.models import QueueState
 from runs.models import Run, RunStatus
 from runs.queue import maintenance_key, pause_key
@@ -83,16 +83,21 @@ def test_the_counts_the_next_fire_time_and_the_live_workers(token, redis_client)
     )
 
     now = timezone.now()
-    report_process("worker:celery@a", now=now, detail=concurrency_detail(4))
-    report_process("worker:celery@b", now=now - timedelta(seconds=60), detail=concurrency_detail(8))
+    report_process("worker:celery@a", now=now, detail=worker_detail(4, ["takt", "reports"]))
+    report_process("worker:celery@b", now=now - timedelta(seconds=60), detail="concurrency=8")
     stale = now - timedelta(seconds=PROCESS_DEADLINE_S + 5)
-    report_process("worker:celery@gone", now=stale, detail=concurrency_detail(16))
+    report_process("worker:celery@gone", now=stale, detail=worker_detail(16, ["takt"]))
     report_process("beat@host", now=now)
 
     status = status_of(token)
     assert parse_datetime(status["next_scheduled"]) == utc(2026, 11, 30, 9, 0)
     assert (status["active_count"], status["queued_count"]) == (2, 4)
     assert status["pool_size"] == 12
+    # the queues each consumes; an older Takt's worker did not say
+    assert [(w["name"], w["queues"]) for w in status["workers"]] == [
+        ("worker:celery@a", ["reports", "takt"]),
+        ("worker:celery@b", None),
+    ]
     assert status["max_concurrency"] is None  # TAKT_MAX_CONCURRENCY unset: no limit
 
 

@@ -44,6 +44,44 @@ def test_a_run_goes_to_the_celery_tasks_own_queue_unless_the_job_names_one(redis
     assert queued_in(redis_client, "takt") == [f"[{runs[2].pk}]"]
 
 
+@pytest.fixture
+def host_routing():
+    """Celery's defaults as a host project has them (its default queue is
+    `celery`, not Takt's), and a task_routes entry for one task."""
+    from celery import current_app
+
+    conf, amqp = current_app.conf, current_app.amqp
+    before = conf.task_default_queue, conf.task_routes
+    conf.task_default_queue = "celery"
+    conf.task_routes = {"tests.celery_echo": {"queue": "echoes"}}
+    amqp.flush_routes()
+    amqp.router = amqp.Router()
+    yield
+    conf.task_default_queue, conf.task_routes = before
+    amqp.flush_routes()
+    amqp.router = amqp.Router()
+
+
+def test_a_task_without_routing_of_its_own_goes_to_takts_queue_not_celerys_default(
+    redis_client, host_routing
+):
+    """Issue 26: with the app's default queue `celery`, a run of a task that
+    names no queue (and that task_routes does not route) went to `celery`,
+    where the worker started as docs/embedding.md says (-Q takt) never
+    looked. task_routes still counts as the task's own routing."""
+    plain = Job.objects.create(name="plain", target="tests.self_retry")
+    routed = Job.objects.create(name="routed", target="tests.celery_echo")
+    own = Job.objects.create(name="own", target="tests.routed_echo")
+    runs = [create_run(job, trigger=RunTrigger.MANUAL, now=T0) for job in (plain, routed, own)]
+
+    publish_runs([r.pk for r in runs], now=T0)
+
+    assert queued_in(redis_client, "takt") == [f"[{runs[0].pk}]"]
+    assert queued_in(redis_client, "echoes") == [f"[{runs[1].pk}]"]
+    assert queued_in(redis_client, "reports") == [f"[{runs[2].pk}]"]
+    assert queued_in(redis_client, "celery") == []
+
+
 def run_at(job: Job) -> Run:
     run = create_run(job, trigger=RunTrigger.MANUAL, now=T0)
     execute(run.pk, worker="test", clock=clock(T0, T0 + SECOND))
