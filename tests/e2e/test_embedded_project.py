@@ -15,6 +15,8 @@ import sys
 import sysconfig
 import textwrap
 import time
+from datetime import datetime
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -98,17 +100,25 @@ def run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     return done.stdout
 
 
-# builds Takt's wheel and installs it into a new virtualenv: 15 to 30 s alone
-@pytest.mark.timeout(300)
-def test_takt_runs_a_job_inside_a_project_made_by_startproject(tmp_path, redis_url, live_log_dir):
-    dist, venv, site = tmp_path / "dist", tmp_path / "venv", tmp_path / "mysite"
+def project_env(redis_url: str, settings_module: str) -> dict[str, str]:
+    """This process's environment without Django's or Takt's variables:
+    a project's own, with its settings module and its broker's address."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TAKT_"))}
-    env.pop("DATABASE_URL", None)
-    env.update(DJANGO_SETTINGS_MODULE="mysite.settings", MYSITE_REDIS=redis_url)
+    for name in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_SKIP_CHECKS"):
+        env.pop(name, None)
+    env.update(DJANGO_SETTINGS_MODULE=settings_module, MYSITE_REDIS=redis_url)
+    return env
 
-    # Takt's wheel, into a virtualenv of the project's own. Its dependencies
-    # come from this checkout's virtualenv (no network here); Takt itself
-    # only from the wheel (this checkout is not on the path).
+
+@pytest.fixture(scope="module")
+def takt_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """Takt's wheel, in a virtualenv of the project's own (its python, its
+    site-packages); built once for this file's tests. Its dependencies come
+    from this checkout's virtualenv (no network here); Takt itself only from
+    the wheel (this checkout is not on the path)."""
+    tmp_path = tmp_path_factory.mktemp("takt-venv")
+    dist, venv = tmp_path / "dist", tmp_path / "venv"
+    env = {k: v for k, v in project_env("", "").items() if k != "DJANGO_SETTINGS_MODULE"}
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     run([*build, "-q", "-w", str(dist), str(ROOT)], ROOT, env)
     (wheel,) = dist.glob("takt-*.whl")
@@ -117,7 +127,18 @@ def test_takt_runs_a_job_inside_a_project_made_by_startproject(tmp_path, redis_u
     (target / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target"]
     run([*install, str(target), str(wheel)], tmp_path, env)
-    python = str(venv / "bin" / "python")
+    return str(venv / "bin" / "python"), target
+
+
+# The first test of the file builds Takt's wheel and installs it into a new
+# virtualenv (takt_venv): 15 to 30 s alone.
+@pytest.mark.timeout(300)
+def test_takt_runs_a_job_inside_a_project_made_by_startproject(
+    tmp_path, redis_url, live_log_dir, takt_venv
+):
+    python, target = takt_venv
+    site = tmp_path / "mysite"
+    env = project_env(redis_url, "mysite.settings")
 
     fresh = {k: v for k, v in env.items() if k != "DJANGO_SETTINGS_MODULE"}
     site.mkdir()
@@ -208,3 +229,240 @@ def test_takt_runs_a_job_inside_a_project_made_by_startproject(tmp_path, redis_u
     finally:
         beat.stop()
         worker.stop()
+
+
+# --- Issue 26: a django-celery-beat project switches in one command ----------
+
+GUIDE_CELERY = """\
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proj.settings")
+
+app = Celery("proj")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.broker_url = os.environ["MYSITE_REDIS"]  # the broker in code, as the guide allows
+app.autodiscover_tasks()
+"""
+
+GUIDE_SETTINGS = """
+# --- django-celery-beat, then Takt (docs/embedding.md) ---
+INSTALLED_APPS += [
+    "django_celery_beat",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_ace",
+    "jobs.apps.JobsConfig",
+    "runs.apps.RunsConfig",
+    "heartbeats.apps.HeartbeatsConfig",
+    "reports",
+]
+DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}
+TAKT_POLL_SECONDS = 0.2
+"""
+
+# The project's own tasks, found only by its app's autodiscover_tasks().
+REPORT_TASKS = """\
+from celery import shared_task
+
+
+@shared_task(name="reports.build")
+def build(kind="daily"):
+    return f"built {kind}"
+
+
+@shared_task(name="reports.mail")
+def mail(*to):
+    return f"mailed {len(to)}"
+
+
+@shared_task
+def cleanup():  # named by Celery: reports.tasks.cleanup
+    return "clean"
+"""
+
+# PeriodicTasks made through django-celery-beat's own models: four that can
+# switch (two intervals, a Berlin crontab, a clocked one-off) and three that
+# cannot (an unregistered task, a solar schedule, arguments that are not
+# JSON), one already disabled, and django-celery-beat's own cleanup.
+PERIODIC_TASKS = """
+import json
+from datetime import timedelta
+from django.utils import timezone
+from django_celery_beat.models import (
+    ClockedSchedule, CrontabSchedule, IntervalSchedule, PeriodicTask, SolarSchedule)
+
+every2 = IntervalSchedule.objects.create(every=2, period="seconds")
+every3 = IntervalSchedule.objects.create(every=3, period="seconds")
+berlin = CrontabSchedule.objects.create(minute="*/15", timezone="Europe/Berlin")
+nightly = CrontabSchedule.objects.create(minute="0", hour="4")
+clocked = ClockedSchedule.objects.create(clocked_time=timezone.now() + timedelta(seconds=40))
+sunrise = SolarSchedule.objects.create(event="sunrise", latitude=52.5, longitude=13.4)
+make = PeriodicTask.objects.create
+make(name="build every 2 s", task="reports.build", interval=every2, kwargs=json.dumps({"kind": "hourly"}))
+make(name="mail every 3 s", task="reports.mail", interval=every3, args=json.dumps(["a@x.org", "b@x.org"]))
+make(name="cleanup in Berlin", task="reports.tasks.cleanup", crontab=berlin)
+make(name="build once", task="reports.build", clocked=clocked, one_off=True)
+make(name="not here", task="reports.gone", interval=every2)
+make(name="at sunrise", task="reports.build", solar=sunrise)
+make(name="odd kwargs", task="reports.build", interval=every3, kwargs="{kind: hourly}")
+make(name="switched off", task="reports.build", interval=every3, enabled=False)
+make(name="celery.backend_cleanup", task="celery.backend_cleanup", crontab=nightly)
+print(clocked.clocked_time.isoformat())
+"""
+
+SOURCE_STATES = """
+from django_celery_beat.models import PeriodicTask
+for task in PeriodicTask.objects.order_by("name"):
+    print(f"{task.name}={task.enabled}")
+"""
+
+TAKT_JOBS = """
+from jobs.models import Job
+for job in Job.objects.exclude(key__startswith="takt.").order_by("name"):
+    print(f"{job.name}={job.enabled}")
+"""
+
+RUNS = """
+from runs.models import Run
+for run in Run.objects.filter(job__name__in=["build every 2 s", "mail every 3 s", "build once"]
+                              ).order_by("job__name", "scheduled_for"):
+    late = (run.started_at - run.scheduled_for).total_seconds() if run.started_at else ""
+    print(run.job.name, run.status, run.scheduled_for.isoformat(), late, run.result, sep="|")
+"""
+
+HOST_APP = """
+import os
+from celery import current_app
+from django.conf import settings
+from jobs import registry
+print(current_app.main, os.environ.get("CELERY_SKIP_CHECKS"), settings.REDIS_URL)
+print(registry.is_known("reports.mail"), registry.is_known("reports.tasks.cleanup"))
+"""
+
+
+def shell(python: str, code: str, site: Path, env: dict[str, str]) -> list[str]:
+    return run([python, "manage.py", "shell", "-v0", "-c", code], site, env).splitlines()
+
+
+@pytest.mark.timeout(300)
+def test_a_celery_guide_project_switches_from_django_celery_beat_in_one_command(
+    tmp_path, redis_url, live_log_dir, takt_venv
+):
+    """Issue 26's trial, from the docs: Celery's "First steps with Django"
+    layout (proj/celery.py with autodiscover_tasks and the broker set in
+    code, the project's tasks in reports/tasks.py), PeriodicTasks made with
+    django-celery-beat's models, then `import_celery_beat --disable-source
+    --continue-on-error` and Takt's beat and a worker started as
+    docs/embedding.md says (-Q takt). Every switchable task runs on its
+    grid through them; the ones that cannot switch stay enabled in
+    django-celery-beat, named in the summary."""
+    python, _ = takt_venv
+    site = tmp_path / "proj"
+    env = project_env(redis_url, "proj.settings")
+    fresh = {k: v for k, v in env.items() if k != "DJANGO_SETTINGS_MODULE"}
+    site.mkdir()
+    run([python, "-m", "django", "startproject", "proj", str(site)], site, fresh)
+    (site / "proj" / "celery.py").write_text(GUIDE_CELERY)
+    (site / "proj" / "__init__.py").write_text(
+        "from .celery import app as celery_app\n\n__all__ = ('celery_app',)\n"
+    )
+    with (site / "proj" / "settings.py").open("a") as settings:
+        settings.write(GUIDE_SETTINGS)
+    (site / "reports").mkdir()
+    (site / "reports" / "__init__.py").write_text("")
+    (site / "reports" / "tasks.py").write_text(REPORT_TASKS)
+    run([python, "manage.py", "migrate", "-v0"], site, env)
+
+    # The project's app is Takt's, with its broker from code; Takt sets no
+    # Celery variable of its own; the project's tasks are known in a command.
+    app, known = shell(python, HOST_APP, site, env)[-2:]
+    assert app == f"proj None {redis_url}"
+    assert known == "True True"
+
+    clocked_at = shell(python, PERIODIC_TASKS, site, env)[-1]
+    command = [python, "manage.py", "import_celery_beat", "--disable-source", "--continue-on-error"]
+    done = subprocess.run(command, cwd=site, env=env, capture_output=True, text=True, timeout=120)
+    report = done.stdout + done.stderr
+    assert done.returncode == 3, report  # some could not be imported: named, exit 3
+    for task in ("reports.build", "reports.mail", "reports.tasks.cleanup"):
+        assert f"{task!r} is not registered" not in report, report
+
+    assert shell(python, SOURCE_STATES, site, env) == [
+        "at sunrise=True",  # cannot switch: stays running in django-celery-beat
+        "build every 2 s=False",
+        "build once=False",
+        "celery.backend_cleanup=True",
+        "cleanup in Berlin=False",
+        "mail every 3 s=False",
+        "not here=True",
+        "odd kwargs=True",
+        "switched off=False",
+    ], report
+    jobs = dict(line.split("=") for line in shell(python, TAKT_JOBS, site, env))
+    assert {k: jobs.get(k) for k in ("build every 2 s", "mail every 3 s", "build once")} == {
+        "build every 2 s": "True",
+        "mail every 3 s": "True",
+        "build once": "True",
+    }, jobs
+    assert jobs.get("cleanup in Berlin") == "True", jobs
+    assert jobs.get("not here") in (None, "False"), jobs
+
+    worker = Proc(
+        "guide-worker",
+        [python, "-m", "celery", "-A", "proj", "worker", "-Q", "takt", "-c", "2", "-l", "info"],
+        env,
+        live_log_dir,
+        cwd=site,
+    )
+    beat = None
+    try:
+        worker.wait_for(" ready.", timeout=60)
+        beat = Proc(
+            "guide-beat",
+            [python, "-m", "celery", "-A", "proj", "beat", "-S", "runs.beat:TaktScheduler"],
+            env,
+            live_log_dir,
+            cwd=site,
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            rows = [line.split("|") for line in shell(python, RUNS, site, env)]
+            ended = {
+                name: [r for r in rows if r[0] == name and r[1] == "succeeded"]
+                for name in ("build every 2 s", "mail every 3 s", "build once")
+            }
+            wanted = {"build every 2 s": 4, "mail every 3 s": 3, "build once": 1}
+            if all(len(ended[name]) >= n for name, n in wanted.items()):
+                break
+            assert time.monotonic() < deadline, (
+                "awaited 4 runs of 'build every 2 s', 3 of 'mail every 3 s' and the clocked"
+                f" one, all succeeded:\n{rows}\n{worker.log()[-3000:]}\n{beat.log()[-3000:]}"
+            )
+            time.sleep(1)
+    finally:
+        if beat is not None:
+            beat.stop()
+        worker.stop()
+
+    for name, every in (("build every 2 s", 2), ("mail every 3 s", 3)):
+        mine = [r for r in rows if r[0] == name]
+        times = [datetime.fromisoformat(r[2]) for r in mine]
+        # on its grid, one run per fire time from the first on, none early,
+        # none skipped (the runs still going end the list)
+        steps = {(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)}
+        assert steps == {every}, mine
+        # each fire time ran, or was recorded skipped by the overlap policy
+        # (a run not yet taken when the next was due); the runs still going
+        # end the list
+        statuses = [r[1] for r in mine]
+        ended_ = len(list(takewhile(lambda status: status in ("succeeded", "skipped"), statuses)))
+        assert set(statuses[ended_:]) <= {"queued", "running"}, mine
+        assert all(float(r[3]) >= 0 for r in mine if r[3]), mine
+    assert ended["build every 2 s"][0][4] == "built hourly"
+    assert ended["mail every 3 s"][0][4] == "mailed 2"
+    (once,) = [r for r in rows if r[0] == "build once"]
+    assert datetime.fromisoformat(once[2]) == datetime.fromisoformat(clocked_at), once
