@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from celery import current_app
 from django.conf import settings
 
 from heartbeats.core.check import phrase, status_phrase
@@ -151,6 +152,13 @@ def _active_runs(
         )
         for run in runs
     )
+
+
+def celery_app_name() -> str:
+    """What `celery -A` names for the app Takt uses: the project's app's
+    package (its `main`, as Celery's guide names it), or Takt's own project."""
+    main = str(current_app.main or "")
+    return "scheduler_project" if main in ("", "takt") else main
 
 
 def _unread_queue(job: Job, *, now: datetime) -> str:
@@ -357,6 +365,7 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
         triggers=_trigger_facts(job, now=now),
         beats=tuple(BeatFacts(b.name, b.scheduler_enabled) for b in beats),
         workers=len(live_processes(WORKER_PREFIX, now=now)),
+        celery_app=celery_app_name(),
         queue_paused=bool(queue and queue.paused),
         queue_pause_note=queue.pause_note if queue else "",
         queue_paused_until=queue.paused_until if queue and queue.paused else None,

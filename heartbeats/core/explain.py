@@ -91,6 +91,7 @@ class JobFacts:
     triggers: tuple[TriggerFacts, ...] = ()
     beats: tuple[BeatFacts, ...] | None = None  # the live beats; None: unknown
     workers: int | None = None  # live workers; None: unknown
+    celery_app: str = "scheduler_project"  # what `celery -A` names (the project's app)
     queue_paused: bool = False
     queue_pause_note: str = ""
     queue_paused_until: datetime | None = None
@@ -220,7 +221,7 @@ def _beats(facts: JobFacts) -> list[Check]:
                 gettext_noop(
                     "no live beat: nothing is dispatched by schedule (start one: %(command)s)"
                 ),
-                command="celery -A scheduler_project beat -S runs.beat:TaktScheduler",
+                command=f"celery -A {facts.celery_app} beat -S runs.beat:TaktScheduler",
             )
         ]
     on = [b.name for b in facts.beats if b.scheduler_enabled]
