@@ -87,8 +87,11 @@ def maintenance_off(job: Any) -> bool:
     """Switch maintenance mode off and delete TAKT_MAINTENANCE_LOCK_FILE
     (on the machine of the worker that runs it). Allowed during
     maintenance: it ends it. Returns whether anything changed."""
-    changed = set_maintenance(False, now=timezone.now())
+    # The file first: switching off writes the workers' copy at once, and
+    # with the file still there that copy would say "on" until the beat's
+    # next tick.
     removed = remove_lock_file()
+    changed = set_maintenance(False, now=timezone.now())
     job.log("maintenance mode off" if changed else "maintenance mode was off already")
     if removed:
         job.log(f"removed the lock file {settings.TAKT_MAINTENANCE_LOCK_FILE}")

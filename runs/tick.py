@@ -242,20 +242,29 @@ def probe(*, now: datetime) -> tuple[datetime | None, bool, bool, bool]:
 
 
 _mirrored_at = float("-inf")
+_mirrored: tuple[bool, bool] | None = None
 MIRROR_EVERY_S = 30.0
 
 
 def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
-    """Keep the workers' copy of the switches in Redis: every tick while one
-    is on (a Redis restart loses it for one poll at most), and now and then
-    while both are off (a switch-off whose Redis write failed heals)."""
-    global _mirrored_at
+    """Keep the workers' copy of the switches in Redis: at once when either
+    changed since this beat last wrote them (maintenance ended by deleting
+    its lock file is over for the workers at this tick, not 30 s later),
+    every tick while one is on (a Redis restart loses it for one poll at
+    most), and now and then while both are off (a switch-off whose Redis
+    write failed heals)."""
+    global _mirrored_at, _mirrored
 
-    if not (paused or maintenance) and time.monotonic() - _mirrored_at < MIRROR_EVERY_S:
+    state = (paused, maintenance)
+    if (
+        state == _mirrored
+        and not (paused or maintenance)
+        and time.monotonic() - _mirrored_at < MIRROR_EVERY_S
+    ):
         return
     try:
         mirror(paused=paused, maintenance=maintenance)
-        _mirrored_at = time.monotonic()
+        _mirrored_at, _mirrored = time.monotonic(), state
     except Exception:
         log.exception("could not write the queue switches to Redis")
 

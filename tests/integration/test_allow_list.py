@@ -13,7 +13,7 @@ from jobs.errors import MaintenanceMode, QueuePaused
 from runs.decisions import query
 from runs.execution import execute
 from runs.models import RunStatus, RunTrigger
-from runs.queue import in_maintenance, is_paused, pause_queue, set_maintenance
+from runs.queue import in_maintenance, is_paused, maintenance_key, pause_queue, set_maintenance
 from runs.services import enqueue_job
 from runs.tick import run_tick
 from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
@@ -77,6 +77,27 @@ def test_maintenance_off_ends_it_and_removes_the_lock_file(redis_client, setting
     assert not lock_file.exists() and not in_maintenance()
     run.refresh_from_db()
     assert f"removed the lock file {lock_file}" in run.output
+    # Issue 27 (5): the workers' copy is off at once, not at the beat's next
+    # mirror pass (30 s): a normal job's run is no longer refused.
+    assert redis_client.get(maintenance_key()) is None
+
+
+def test_deleting_the_lock_file_by_hand_ends_maintenance_for_the_workers_at_the_next_tick(
+    redis_client, settings, tmp_path
+):
+    """Issue 27 (5): the beat wrote the workers' copy every tick while
+    maintenance was on, then waited 30 s of its own clock after the file
+    went before writing "off"."""
+    lock_file = tmp_path / "NoLock.ini"
+    lock_file.write_text("")
+    settings.TAKT_MAINTENANCE_LOCK_FILE = str(lock_file)
+    run_tick(now=T0)
+    assert redis_client.get(maintenance_key()) == b"1"
+
+    lock_file.unlink()
+    run_tick(now=T0 + SECOND)
+    assert redis_client.get(maintenance_key()) is None
+    assert Alert.objects.get(key="maintenance").resolved_at is not None
 
 
 def test_maintenance_going_on_is_recorded_and_alerted_and_going_off_resolves(redis_client):
