@@ -32,7 +32,12 @@ The rules apply to the due fire times in this order:
    ========  ==================================================================
    skip      no run; all are skipped. next_run_at jumps past now as always.
    run_once  one run, for the latest (pick `latest`, default) or the earliest
-             (pick `earliest`) of them; the others are skipped.
+             (pick `earliest`) of them; the others are skipped. With an
+             on-time fire time beside them (rule 2) it is still ONE run:
+             `latest` runs the on-time latest fire time as a catch-up run
+             that stands for the missed one, `earliest` runs the earliest
+             missed one and skips the latest (after an outage or a
+             re-enable, run_once means one run for all that was due).
    run_all   a run for each, oldest first, at most max_runs. When more were
              missed the LATEST max_runs run and the older ones are skipped:
              the freshest data matters most, and the cap keeps a long outage
@@ -319,6 +324,24 @@ def _groups(
     ]
 
 
+def _run_once(
+    rules: MissedRunRules, caught: list[PlannedRun], on_time: list[PlannedRun], skipped: _Skipped
+) -> list[PlannedRun]:
+    """run_once is one run for everything due, the on-time latest fire time
+    included, whatever the grace (rule 4): after an outage or a re-enable
+    the missed fire times and the latest one make ONE run, not a catch-up
+    run and an on-time run side by side. `latest` runs the latest fire time
+    (a catch-up run standing for the one it replaces); `earliest` runs the
+    earliest missed one and skips the latest. Other policies keep both."""
+    if rules.policy is not MissedRunPolicy.RUN_ONCE or not caught or not on_time:
+        return caught + on_time
+    (missed,), (latest,) = caught, on_time
+    if rules.pick is CatchupPick.LATEST:
+        return [PlannedRun(latest.scheduled_for, True, latest.missed + missed.missed + 1)]
+    skipped.add(1, latest.scheduled_for, latest.scheduled_for, False)
+    return [missed]
+
+
 def compute_missed_runs(
     spec: TriggerSpec,
     window: DueWindow,
@@ -346,8 +369,12 @@ def compute_missed_runs(
             count, truncated = times.count(None, latest, max_scan + 1)
             late = now - latest > rules.grace
             runs.append(PlannedRun(latest, count > 1 or late, count - 1))
-    for lo, hi, keep, newest, catchup in _groups(rules, now, window.latest):
-        runs += _take(times, lo, hi, keep, newest, catchup, max_scan, skipped)
+    groups = [
+        _take(times, lo, hi, keep, newest, catchup, max_scan, skipped)
+        for lo, hi, keep, newest, catchup in _groups(rules, now, window.latest)
+    ]
+    if groups:
+        runs += groups[0] + _run_once(rules, groups[1], groups[2], skipped)
     following = window.following
     if not runs and following is None and isinstance(spec, IntervalSpec):
         if spec.anchor is not IntervalAnchor.FROM_ENQUEUE:

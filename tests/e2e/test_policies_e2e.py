@@ -191,6 +191,8 @@ def test_beat_down_for_several_fire_times_then_the_missed_run_policy_holds(
     )
     recorded = sum(r.missed_count for r in batch) + len(ran)
     assert recorded >= 4  # every missed fire time is run or counted
+    if policy == "run_once":  # issue 27: ONE run, not a catch-up beside an on-time run
+        assert [r.trigger for r in ran] == [RunTrigger.CATCHUP], seen
     if policy == "skip":
         assert any(r.status == RunStatus.SKIPPED and "missed fire time" in r.message for r in batch)
 

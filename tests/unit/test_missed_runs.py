@@ -91,9 +91,11 @@ DEFAULTS = [
     ("on-time", HOURLY, T, T, rules(), Claim((S(T),), T + HOUR)),
     ("late-within-grace", HOURLY, T, T + 59 * SECOND, rules(), Claim((S(T),), T + HOUR)),
     ("late-past-grace", HOURLY, T, T + 61 * SECOND, rules(), Claim((C(T),), T + HOUR)),
-    # The beat was down over 11:00: a catch-up for it, 12:00 runs on time.
+    # The beat was down over 11:00, and 12:00 is on time: run_once is ONE
+    # run for both, 12:00's, standing for 11:00 (issue 27: not a catch-up
+    # run and an on-time run side by side).
     ("outage-then-on-time", HOURLY, T + HOUR, T + 2 * HOUR + 5 * SECOND, rules(),
-     Claim((C(T + HOUR), S(T + 2 * HOUR)), T + 3 * HOUR)),
+     Claim((C(T + 2 * HOUR, 1),), T + 3 * HOUR)),
     ("outage-others-skipped", HOURLY, T, T + 3 * HOUR + 30 * MINUTE, rules(),
      Claim((C(T + 3 * HOUR),), T + 4 * HOUR, 3, T, T + 2 * HOUR)),
     ("not-due", HOURLY, T, T - SECOND, rules(), Claim((), T)),
@@ -131,7 +133,9 @@ GRACE = [
     ("grace-spans-two-fire-times", HOURLY, T, T + HOUR + MINUTE, rules(grace=2 * HOUR, policy=SKIP),
      Claim((S(T + HOUR),), T + 2 * HOUR, 1, T, T)),
     ("earlier-times-are-missed-however-recent", HOURLY, T, T + 3 * HOUR, rules(grace=DAY),
-     Claim((C(T + 2 * HOUR), S(T + 3 * HOUR)), T + 4 * HOUR, 2, T, T + HOUR)),
+     Claim((C(T + 3 * HOUR, 1),), T + 4 * HOUR, 2, T, T + HOUR)),
+    ("run-all-keeps-the-on-time-run-beside", HOURLY, T, T + 3 * HOUR, rules(grace=DAY, policy=RUN_ALL),
+     Claim((C(T), C(T + HOUR), C(T + 2 * HOUR), S(T + 3 * HOUR)), T + 4 * HOUR)),
 ]  # fmt: skip
 
 
@@ -148,10 +152,11 @@ NOON = T + 2 * HOUR  # due: 10:00 (exactly 2 h old at NOON), 11:00, 12:00 (on ti
 TWO_H = 2 * HOUR
 
 WINDOW = [
+    # run_once earliest: one run, the earliest kept; the on-time one is skipped too
     ("exactly-window-old-is-kept", HOURLY, T, NOON, rules(window=TWO_H, pick=EARLIEST),
-     Claim((C(T), S(NOON)), NOON + HOUR, 1, T + HOUR, T + HOUR)),
+     Claim((C(T),), NOON + HOUR, 2, T + HOUR, NOON)),
     ("one-second-more-is-skipped", HOURLY, T, NOON + SECOND, rules(window=TWO_H, pick=EARLIEST),
-     Claim((C(T + HOUR), S(NOON)), NOON + HOUR, 1, T, T)),
+     Claim((C(T + HOUR),), NOON + HOUR, 2, T, NOON)),
     ("run-all-kept", HOURLY, T, NOON, rules(window=TWO_H, policy=RUN_ALL),
      Claim((C(T), C(T + HOUR), S(NOON)), NOON + HOUR)),
     ("run-all-one-second-more", HOURLY, T, NOON + SECOND, rules(window=TWO_H, policy=RUN_ALL),
@@ -273,9 +278,9 @@ COALESCE = [
     ("then-on-time", HOURLY, T, AFTER_RESUME, rules(coalesce_until=T + 2 * HOUR + 30 * MINUTE),
      Claim((C(T + 2 * HOUR, 2), S(T + 3 * HOUR)), T + 4 * HOUR)),
     ("then-the-policy", HOURLY, T, AFTER_RESUME, rules(coalesce_until=T + 30 * MINUTE),
-     Claim((C(T), C(T + 2 * HOUR), S(T + 3 * HOUR)), T + 4 * HOUR, 1, T + HOUR, T + HOUR)),
+     Claim((C(T), C(T + 3 * HOUR, 1)), T + 4 * HOUR, 1, T + HOUR, T + HOUR)),
     ("before-next-run-at-changes-nothing", HOURLY, T, AFTER_RESUME, rules(coalesce_until=T - SECOND),
-     Claim((C(T + 2 * HOUR), S(T + 3 * HOUR)), T + 4 * HOUR, 2, T, T + HOUR)),
+     Claim((C(T + 3 * HOUR, 1),), T + 4 * HOUR, 2, T, T + HOUR)),
     ("one-on-time-time-is-a-schedule-run", HOURLY, T, T + 30 * SECOND,
      rules(coalesce_until=T + 20 * SECOND), Claim((S(T),), T + HOUR)),
     ("one-missed-time-is-a-catchup", HOURLY, T, T + 30 * MINUTE,
@@ -340,11 +345,11 @@ NO_GRACE = timedelta(0)
 LONG_OUTAGE = [
     # id, rules, runs, skipped first, skipped last; 10_000 skipped, truncated
     ("skip", rules(policy=SKIP, grace=NO_GRACE), (S(MONTH_END),), MONTH_START, LAST),
-    ("run-once-latest", rules(grace=NO_GRACE), (C(LAST), S(MONTH_END)), MONTH_START, LAST - SECOND),
-    ("run-once-earliest", rules(grace=NO_GRACE, pick=EARLIEST), (C(MONTH_START), S(MONTH_END)),
-     MONTH_START + SECOND, LAST),
+    ("run-once-latest", rules(grace=NO_GRACE), (C(MONTH_END, 1),), MONTH_START, LAST - SECOND),
+    ("run-once-earliest", rules(grace=NO_GRACE, pick=EARLIEST), (C(MONTH_START),),
+     MONTH_START + SECOND, MONTH_END),
     ("run-once-window", rules(grace=NO_GRACE, window=HOUR, pick=EARLIEST),
-     (C(MONTH_END - HOUR), S(MONTH_END)), MONTH_START, LAST),
+     (C(MONTH_END - HOUR),), MONTH_START, MONTH_END),
     ("run-all-1000", rules(grace=NO_GRACE, policy=RUN_ALL, max_runs=1000),
      (*(C(MONTH_END - k * SECOND) for k in range(1000, 0, -1)), S(MONTH_END)),
      MONTH_START, MONTH_END - 1001 * SECOND),
@@ -414,7 +419,15 @@ def oracle(spec: TriggerSpec, next_run_at: datetime, now: datetime, rules: Misse
     runs: list[PlannedRun] = []
     if held:  # one run for the latest: a catch-up unless it is one on-time fire time
         runs.append(PlannedRun(held[-1], len(held) > 1 or now - held[-1] > grace, len(held) - 1))
-    runs += [C(fire) for fire in chosen] + [S(fire) for fire in on_time[-rules.max_runs :]]
+    ran = on_time[-rules.max_runs :]
+    if rules.policy is RUN_ONCE and chosen and ran:
+        # run_once is ONE run for all that was due, the on-time one included
+        if rules.pick is CatchupPick.LATEST:
+            runs.append(PlannedRun(ran[0], True, 1))
+            chosen, ran, missed = [], [], [fire for fire in missed if fire != kept[-1]]
+        else:
+            missed, ran = missed + ran, []
+    runs += [C(fire) for fire in chosen] + [S(fire) for fire in ran]
     skipped = [fire for fire in missed if fire not in chosen] + on_time[: -rules.max_runs]
     skipped.sort()
     return Claim(
