@@ -5,8 +5,10 @@ translate each (jobs.core.celery_beat) and import the jobs with
 task that cannot be imported refuses the import, naming it, unless
 `continue_on_error` imports the others. With `disable_source` the imported
 PeriodicTasks are disabled in the same transaction, so a project switches
-in one command (not those imported disabled because their Celery task is
-not registered here: they keep running where they are).
+in one command: only those whose job will run (jobs.core.beat_reimport);
+every other one keeps running where it runs, and the result says why.
+Each job it makes or updates gets a jobs.beat_origin.BeatOrigin: what the
+import set, so a later import tells an operator's change from its own.
 
 django-celery-beat is an optional extra (`pip install takt[celery-beat]`);
 its app must be installed (scheduler_project installs it when the package
@@ -31,7 +33,10 @@ from django.db.models.functions import Cast
 from django.utils import timezone as dj_timezone
 
 from jobs import capabilities, registry
+from jobs.beat_origin import BeatOrigin
+from jobs.core.beat_reimport import Prior, known_task, settle
 from jobs.core.celery_beat import (
+    OVERDUE_NOTE,
     BeatTask,
     Clocked,
     Crontab,
@@ -61,12 +66,12 @@ class CeleryBeatUnavailable(TaktError):
 @dataclass
 class BeatImport:
     """What an import did (or would do): a translation per PeriodicTask in
-    their id order, the import's items for the ones imported, and the
-    PeriodicTasks disabled (a dry run: that it would disable)."""
+    their id order, the import's items for the ones imported, and the ids
+    of the PeriodicTasks it switched off (a dry run: would)."""
 
     translations: list[Translation]
     items: list[ImportItem] = field(default_factory=list)
-    disabled: int = 0
+    switched: list[int] = field(default_factory=list)
 
     @property
     def imported(self) -> list[Translation]:
@@ -76,6 +81,22 @@ class BeatImport:
     def failed(self) -> list[Translation]:
         """The tasks that cannot be imported, each with its `error`."""
         return [t for t in self.translations if t.error is not None]
+
+    @property
+    def skipped(self) -> list[Translation]:
+        """The tasks left out on purpose, each with its reason."""
+        return [t for t in self.translations if t.skipped is not None]
+
+    def left(self) -> list[tuple[Translation, str]]:
+        """The PeriodicTasks enabled in django-celery-beat that Takt will not
+        run, imported or failed (not those skipped), each with why: they
+        keep running there."""
+        out = []
+        for t in self.translations:
+            why = t.hold if t.definition is not None else t.error
+            if t.task.enabled and t.task.id not in self.switched and why is not None:
+                out.append((t, why))
+        return out
 
 
 class BeatImportRefused(TaktError):
@@ -267,53 +288,65 @@ def _parse_weekdays(text: str) -> set[int]:
 def translate_all(
     tasks: list[BeatTask], *, now: datetime, declared: bool = False
 ) -> list[Translation]:
-    """Translate each task. A task whose Celery task is not registered in
-    this project is imported disabled and stays enabled at its source
-    (`keep_source`, said); one whose key a job declared in code holds
-    fails. A job an earlier import made keeps its `enabled` and its
-    interval's grid. `declared`: for the sync of jobs declared in code,
-    which owns code-managed jobs and keeps the operator's fields itself,
-    and where a task not registered fails."""
+    """Translate each task, and settle Takt's side of it
+    (jobs.core.beat_reimport.settle): a task whose Celery task is not
+    registered in this project is imported disabled; a job an earlier
+    import made follows its PeriodicTask's `enabled` unless an operator
+    changed it in Takt since; every job gets `hold` (why it will not run)
+    and keeps its interval's grid. One whose key a job declared in code
+    holds fails. `declared`: for the sync of jobs declared in code, which
+    owns code-managed jobs and keeps the operator's fields itself, and
+    where a task not registered fails."""
     keys = [job_key(t.name) for t in tasks]
-    existing = {j.key: j for j in Job.objects.filter(key__in=keys).prefetch_related("triggers")}
+    existing = {
+        j.key: j
+        for j in Job.objects.filter(key__in=keys)
+        .select_related("beat_origin")
+        .prefetch_related("triggers")
+    }
     out = []
     for task, key in zip(tasks, keys, strict=True):
         job = existing.get(key)
+        origin = _origin(job) if not declared else None
+        if origin is not None:
+            task = known_task(
+                task,
+                switched=origin.source_switched,
+                last_run_at=origin.last_run_at,
+                total_run_count=origin.total_run_count,
+            )
         translation = translate(task, now=now, interval_start=_kept_start(job, task))
-        if translation.definition is not None:
-            _check_target(translation, None if declared else job, declared=declared)
-        if translation.definition is not None and job is not None and not declared:
-            if translation.definition["enabled"] != job.enabled:
-                translation.notes.append(
-                    f"enabled: kept as Takt's job has it ({job.enabled}); the import sets it only"
-                    " when it creates the job"
+        if translation.definition is None:
+            pass
+        elif declared:
+            if not registry.is_known(task.task):
+                translation.fail(f"its task {task.task!r} is not registered in this project")
+            elif translation.overdue and translation.definition["enabled"]:
+                translation.notes.append(OVERDUE_NOTE)
+        elif job is not None and job.code_managed:
+            translation.fail(f"job #{job.pk} with key {job.key!r} is declared in code")
+        else:
+            prior = None
+            if job is not None:
+                prior = Prior(
+                    enabled=job.enabled,
+                    enabled_set=origin.enabled_set if origin is not None else None,
+                    paused=job.paused,
+                    paused_until=job.paused_until,
+                    pause_note=job.pause_note,
                 )
-            # The operator's fields, as import_jobs' definitions are complete.
-            for name in ("enabled", "paused", "paused_until", "pause_note"):
-                translation.definition[name] = getattr(job, name)
+            settle(translation, registered=registry.is_known(task.task), prior=prior)
         out.append(translation)
     return out
 
 
-def _check_target(translation: Translation, job: Job | None, *, declared: bool) -> None:
-    assert translation.definition is not None
-    target = translation.task.task
-    if job is not None and job.code_managed:
-        translation.fail(f"job #{job.pk} with key {job.key!r} is declared in code")
-    elif registry.is_known(target):
-        return
-    elif declared:
-        translation.fail(f"its task {target!r} is not registered in this project")
-    else:
-        # Nothing here would run it: imported for the record, and left
-        # running where it runs.
-        translation.definition["enabled"] = False
-        translation.keep_source = True
-        translation.notes.append(
-            f"imported disabled: its task {target!r} is not registered in this project; it stays"
-            " enabled in django-celery-beat (even with --disable-source) until you register the"
-            " task here, enable the job, and disable it there"
-        )
+def _origin(job: Job | None) -> BeatOrigin | None:
+    if job is None:
+        return None
+    try:
+        return job.beat_origin  # type: ignore[no-any-return]
+    except BeatOrigin.DoesNotExist:
+        return None
 
 
 def check_each(translations: list[Translation], *, now: datetime, by: str) -> None:
@@ -358,9 +391,10 @@ def import_celery_beat(
     3. if any task failed and not `continue_on_error`: raise
        BeatImportRefused, having written nothing;
     4. import the others in one transaction on each database (Takt's and
-       `using`; the same one when it is Takt's) and, with
-       `disable_source`, disable their PeriodicTasks but those with
-       `keep_source` (a dry run counts them).
+       `using`; the same one when it is Takt's), record what it set on each
+       job (BeatOrigin) and, with `disable_source`, disable the
+       PeriodicTasks whose jobs will run: never one with a `hold`, nor
+       one that failed or was skipped (a dry run lists them).
 
     Raises CeleryBeatUnavailable, BeatImportRefused, or InvalidDefinition
     (the jobs refused together, e.g. two names made one key); nothing
@@ -371,20 +405,43 @@ def import_celery_beat(
         raise BeatImportRefused(result)
     imported = result.imported
     entries = [t.definition for t in imported]
-    to_disable = [t.task.id for t in imported if not t.keep_source]
+    # Never strand a task: only those whose job will run are switched off.
+    to_disable = [t.task.id for t in imported if t.hold is None and t.task.enabled]
     with transaction.atomic(using=using), transaction.atomic():
         result.items = import_jobs(entries, now=now, by=by, dry_run=dry_run, granted=BEAT_GRANTED)
         if disable_source:
-            result.disabled = _disable(to_disable, using=using, now=now, dry_run=dry_run)
+            result.switched = _disable(to_disable, using=using, now=now, dry_run=dry_run)
+        if not dry_run:
+            _record(imported, switched=set(result.switched), now=now)
     return result
 
 
-def _disable(ids: list[int], *, using: str, now: datetime, dry_run: bool) -> int:
+def _disable(ids: list[int], *, using: str, now: datetime, dry_run: bool) -> list[int]:
+    """Disable the PeriodicTasks `ids` that are enabled; their ids."""
     PeriodicTask, PeriodicTasks = _models()
     enabled = PeriodicTask.objects.using(using).filter(pk__in=ids, enabled=True)
-    if dry_run:
-        return int(enabled.count())
-    count = int(enabled.update(enabled=False))
+    switched = sorted(int(pk) for pk in enabled.values_list("pk", flat=True))
+    if dry_run or not switched:
+        return switched
+    # update(), not save(): django-celery-beat's save() blanks last_run_at.
+    PeriodicTask.objects.using(using).filter(pk__in=switched).update(enabled=False)
     # django-celery-beat's beat reloads its schedule when this row changes.
     PeriodicTasks.objects.using(using).update_or_create(ident=1, defaults={"last_update": now})
-    return count
+    return switched
+
+
+def _record(imported: list[Translation], *, switched: set[int], now: datetime) -> None:
+    """What this import set on each job (jobs.beat_origin)."""
+    ids = dict(Job.objects.filter(key__in=[t.key for t in imported]).values_list("key", "pk"))
+    for t in imported:
+        BeatOrigin.objects.update_or_create(
+            job_id=ids[t.key],
+            defaults={
+                "periodic_task_id": t.task.id,
+                "enabled_set": t.enabled_set,
+                "source_switched": t.task.id in switched or t.task.switched,
+                "last_run_at": t.task.last_run_at,
+                "total_run_count": t.task.total_run_count,
+                "imported_at": now,
+            },
+        )
