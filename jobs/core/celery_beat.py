@@ -202,8 +202,8 @@ def translate(
         return out
     if task.task.startswith("celery."):
         out.fail(
-            f"{task.task!r} is Celery's own task: no Takt job may name it (Takt's maintenance"
-            " job deletes old runs; Celery's result backend expires its results itself)"
+            f"{task.task!r} is Celery's own task: no Takt job may name it (docs/security.md,"
+            " internal targets)"
         )
         return out
     if task.schedule is None:

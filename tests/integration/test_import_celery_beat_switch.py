@@ -22,7 +22,9 @@ from django_celery_beat.models import ClockedSchedule, PeriodicTask
 
 from jobs import registry
 from jobs.models import Job
-from jobs.services import pause_job
+from jobs.services import pause_job, resume_due_jobs
+from runs.dispatch import claim_due_runs
+from runs.models import Run
 from tests.integration.test_import_celery_beat import (
     BERLIN,
     NEW_YORK,
@@ -370,3 +372,39 @@ def test_a_quarter_hourly_crontab_in_the_hours_that_dst_repeats_or_skips(
     until = min(theirs[-1], ours[-1])
     assert local(sorted(t for t in set(ours) - set(theirs) if t <= until), zone) == takt_only
     assert local(sorted(t for t in set(theirs) - set(ours) if t <= until), zone) == celery_beat_only
+
+
+# --- start_time (the migration guide's table) -------------------------------------------
+
+
+def claims(at: datetime) -> list[tuple[str, str, int]]:
+    """What Takt's beat does at `at`: lift the pauses that ended, claim
+    what is due; the runs made, as (trigger, scheduled for, missed count)."""
+    resume_due_jobs(now=at)
+    before = set(Run.objects.values_list("pk", flat=True))
+    claim_due_runs(now=at, limit=100)
+    made = Run.objects.exclude(pk__in=before).order_by("scheduled_for")
+    return [(r.trigger, r.scheduled_for.isoformat(), r.missed_count) for r in made]
+
+
+def test_a_start_time_to_come_pauses_the_job_and_its_end_runs_once_as_django_celery_beat_does():
+    """django-celery-beat sends nothing before start_time, then (never run:
+    it backdates the last run 30 years) one run at start_time, then the
+    schedule. Takt: paused until then; the fire times passed meanwhile are
+    missed runs, caught up once (run_once, the latest) when the pause ends."""
+    start = NOW.replace(minute=0, second=0) + timedelta(hours=3, minutes=15)  # 12:15 UTC
+    task("hourly", crontab=crontab("0", "*", tz="UTC"), start_time=start)
+    task("every-2h", interval=every(2, "hours"), start_time=start)
+    import_()
+
+    assert claims(start - timedelta(seconds=1)) == []
+    assert claims(start) == [
+        ("catchup", "2027-03-10T12:00:00+00:00", 2),  # 10:00 and 11:00 counted
+        ("schedule", "2027-03-10T12:15:00+00:00", 0),  # the interval's first, at start_time
+    ]
+    then = [claims(start + timedelta(minutes=m)) for m in (45, 105, 120)]
+    assert then == [
+        [("schedule", "2027-03-10T13:00:00+00:00", 0)],
+        [("schedule", "2027-03-10T14:00:00+00:00", 0)],
+        [("schedule", "2027-03-10T14:15:00+00:00", 0)],  # start_time + 2 h
+    ]
