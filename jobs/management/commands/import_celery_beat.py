@@ -15,14 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from jobs.celery_beat import (
-    BeatImport,
-    BeatImportRefused,
-    CeleryBeatUnavailable,
-    import_celery_beat,
-    source_alias,
-    source_label,
-)
+from jobs.celery_beat import BeatImport, BeatImportRefused, import_celery_beat
+from jobs.celery_beat_source import CeleryBeatUnavailable, source_alias, source_label
 from jobs.core.celery_beat import Translation
 from jobs.exchange import InvalidDefinition
 from jobs.importing import plan_lines, summary_line
