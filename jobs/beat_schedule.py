@@ -42,6 +42,9 @@ def beat_schedule_definitions(
     for (where, task), translation in zip(
         tasks, translate_all([t for _, t in tasks], now=now, declared=True), strict=True
     ):
+        if translation.skipped is not None:
+            log.warning("%s: not made a job: %s", where, translation.skipped)
+            continue
         if translation.definition is None:
             raise ImproperlyConfigured(
                 f"{where}: Takt cannot take it: {translation.error}"

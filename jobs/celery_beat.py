@@ -1,43 +1,31 @@
 """`manage.py import_celery_beat` (F-76): read django-celery-beat's
-PeriodicTasks through its own models, from this database or another,
-translate each (jobs.core.celery_beat) and import the jobs with
+PeriodicTasks through its own models, from this database or another
+(jobs.celery_beat_source), translate each (jobs.core.celery_beat) and import the jobs with
 `import_jobs`, matched by key so a second run updates. All or nothing: a
 task that cannot be imported refuses the import, naming it, unless
 `continue_on_error` imports the others. With `disable_source` the imported
 PeriodicTasks are disabled in the same transaction, so a project switches
-in one command (not those imported disabled because their Celery task is
-not registered here: they keep running where they are).
-
-django-celery-beat is an optional extra (`pip install takt[celery-beat]`);
-its app must be installed (scheduler_project installs it when the package
-is there; a project of its own has it already).
+in one command: only those whose job will run (jobs.core.beat_reimport);
+every other one keeps running where it runs, and the result says why.
+Each job it makes or updates gets a jobs.beat_origin.BeatOrigin: what the
+import set, so a later import tells an operator's change from its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
+from datetime import datetime
 
-import dj_database_url
-from celery import schedules
-from celery.schedules import ParseException
-from django.apps import apps
-from django.conf import settings
-from django.db import Error, connections, transaction
-from django.db.models import CharField
-from django.db.models.functions import Cast
-from django.utils import timezone as dj_timezone
+from django.db import transaction
 
 from jobs import capabilities, registry
+from jobs.beat_origin import BeatOrigin
+from jobs.celery_beat_source import beat_models, read_beat_tasks
+from jobs.core.beat_reimport import Prior, known_task, settle
 from jobs.core.celery_beat import (
+    OVERDUE_NOTE,
     BeatTask,
-    Clocked,
-    Crontab,
     Interval,
-    Schedule,
-    Solar,
     Translation,
     job_key,
     translate,
@@ -51,22 +39,16 @@ from jobs.models import Job, Trigger
 # PeriodicTasks call Celery tasks by name; no scripts come from them.
 BEAT_GRANTED = frozenset(capabilities.ALL) - {capabilities.SCRIPTS}
 
-SOURCE_ALIAS = "takt_celery_beat_source"
-
-
-class CeleryBeatUnavailable(TaktError):
-    """django-celery-beat is not installed, or its tables cannot be read."""
-
 
 @dataclass
 class BeatImport:
     """What an import did (or would do): a translation per PeriodicTask in
-    their id order, the import's items for the ones imported, and the
-    PeriodicTasks disabled (a dry run: that it would disable)."""
+    their id order, the import's items for the ones imported, and the ids
+    of the PeriodicTasks it switched off (a dry run: would)."""
 
     translations: list[Translation]
     items: list[ImportItem] = field(default_factory=list)
-    disabled: int = 0
+    switched: list[int] = field(default_factory=list)
 
     @property
     def imported(self) -> list[Translation]:
@@ -76,6 +58,22 @@ class BeatImport:
     def failed(self) -> list[Translation]:
         """The tasks that cannot be imported, each with its `error`."""
         return [t for t in self.translations if t.error is not None]
+
+    @property
+    def skipped(self) -> list[Translation]:
+        """The tasks left out on purpose, each with its reason."""
+        return [t for t in self.translations if t.skipped is not None]
+
+    def left(self) -> list[tuple[Translation, str]]:
+        """The PeriodicTasks enabled in django-celery-beat that Takt will not
+        run, imported or failed (not those skipped), each with why: they
+        keep running there."""
+        out = []
+        for t in self.translations:
+            why = t.hold if t.definition is not None else t.error
+            if t.task.enabled and t.task.id not in self.switched and why is not None:
+                out.append((t, why))
+        return out
 
 
 class BeatImportRefused(TaktError):
@@ -89,231 +87,68 @@ class BeatImportRefused(TaktError):
         super().__init__(f"{len(result.failed)} PeriodicTask(s) cannot be imported: {names}")
 
 
-def source_alias(database: str | None) -> str:
-    """The connection alias to read from: a DATABASES alias, or a database
-    URL registered under SOURCE_ALIAS. Raises CeleryBeatUnavailable."""
-    if not database:
-        return "default"
-    if database in settings.DATABASES:
-        return database
-    if "://" not in database:
-        known = ", ".join(sorted(settings.DATABASES))
-        raise CeleryBeatUnavailable(
-            f"--database: {database!r} is neither a database alias ({known}) nor a URL"
-        )
-    try:
-        config = dj_database_url.parse(database)
-    except Exception as exc:  # the parser's own errors are plain exceptions
-        raise CeleryBeatUnavailable(f"--database: cannot read the URL ({exc})") from None
-    name = str(config.get("NAME") or "")
-    if str(config.get("ENGINE", "")).endswith("sqlite3") and not Path(name).is_file():
-        # SQLite would make an empty file of it, and then find no tables.
-        raise CeleryBeatUnavailable(
-            f"{source_label(database)}: there is no SQLite database file {name!r}"
-        )
-    filled = connections.configure_settings(
-        {"default": settings.DATABASES["default"], SOURCE_ALIAS: config}
-    )
-    connections.settings[SOURCE_ALIAS] = filled[SOURCE_ALIAS]
-    return SOURCE_ALIAS
-
-
-def source_label(database: str | None) -> str:
-    """How messages name the source: `--database 'value'` (a URL without its
-    password), or this project's database."""
-    if not database:
-        return "this project's database (no --database)"
-    if "://" in database and "@" in database:
-        scheme, rest = database.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        user = credentials.split(":", 1)[0]
-        database = f"{scheme}://{user}{':***' if ':' in credentials else ''}@{host}"
-    return f"--database {database!r}"
-
-
-def _models() -> tuple[Any, Any]:
-    if not apps.is_installed("django_celery_beat"):
-        raise CeleryBeatUnavailable(
-            "django-celery-beat is not installed here: pip install 'takt[celery-beat]'"
-            " (and add 'django_celery_beat' to INSTALLED_APPS in a project of your own)"
-        )
-    from django_celery_beat.models import PeriodicTask, PeriodicTasks
-
-    return PeriodicTask, PeriodicTasks
-
-
-def read_beat_tasks(using: str = "default") -> list[BeatTask]:
-    """Every PeriodicTask of database `using`, as plain values; a row whose
-    schedule cannot be read (an unknown time zone, a day field Celery
-    cannot parse) has its `problem`. Raises CeleryBeatUnavailable when the
-    database cannot be reached or lacks django-celery-beat's tables."""
-    PeriodicTask, _ = _models()
-    _check_tables(using)
-    rows = (
-        PeriodicTask.objects.using(using)
-        .select_related("interval", "crontab", "solar", "clocked")
-        # The zone as stored: django-timezone-field raises on a name it
-        # does not know, which would stop the whole read at that row.
-        .defer("crontab__timezone")
-        .annotate(crontab_zone=Cast("crontab__timezone", CharField()))
-        .order_by("pk")
-    )
-    try:
-        return [_beat_task(row) for row in rows]
-    except Error as exc:
-        raise CeleryBeatUnavailable(f"cannot read django-celery-beat's tables: {exc}") from None
-
-
-def _check_tables(using: str) -> None:
-    from django_celery_beat import models
-
-    wanted = [
-        model._meta.db_table
-        for model in (
-            models.PeriodicTask,
-            models.PeriodicTasks,
-            models.IntervalSchedule,
-            models.CrontabSchedule,
-            models.ClockedSchedule,
-            models.SolarSchedule,
-        )
-    ]
-    connection = connections[using]
-    try:
-        with connection.cursor() as cursor:
-            present = set(connection.introspection.table_names(cursor))
-    except Error as exc:
-        raise CeleryBeatUnavailable(f"cannot connect to it: {str(exc).strip()}") from None
-    missing = [table for table in wanted if table not in present]
-    if len(missing) == len(wanted):
-        raise CeleryBeatUnavailable(
-            "it has no django-celery-beat tables (no django_celery_beat_periodictask):"
-            " name the database of the project that ran django-celery-beat"
-        )
-    if missing:
-        raise CeleryBeatUnavailable(
-            f"django-celery-beat's tables there are incomplete, missing {', '.join(missing)}:"
-            " run that project's migrations (manage.py migrate django_celery_beat)"
-        )
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    if dj_timezone.is_naive(value):  # USE_TZ off in the source project: its own zone
-        return dj_timezone.make_aware(value)
-    return value
-
-
-def _beat_task(row: Any) -> BeatTask:
-    problem = None
-    try:
-        schedule = _schedule(row)
-    except (ValueError, TypeError, ParseException) as exc:  # Celery's parser, an odd period
-        schedule, problem = None, f"its schedule cannot be read: {exc}"
-    return BeatTask(
-        id=row.pk,
-        name=row.name,
-        task=row.task,
-        schedule=schedule,
-        problem=problem,
-        enabled=row.enabled,
-        description=row.description or "",
-        args=row.args or "[]",
-        kwargs=row.kwargs or "{}",
-        queue=row.queue or None,
-        exchange=row.exchange or None,
-        routing_key=row.routing_key or None,
-        headers=row.headers or None,
-        priority=row.priority,
-        expires=_aware(row.expires),
-        expire_seconds=row.expire_seconds,
-        one_off=row.one_off,
-        start_time=_aware(row.start_time),
-        last_run_at=_aware(row.last_run_at),
-        total_run_count=row.total_run_count or 0,
-        date_changed=_aware(row.date_changed),
-    )
-
-
-def _schedule(row: Any) -> Schedule | None:
-    if row.crontab is not None:
-        c = row.crontab
-        return Crontab(
-            minute=c.minute,
-            hour=c.hour,
-            day_of_month=c.day_of_month,
-            month_of_year=c.month_of_year,
-            day_of_week=c.day_of_week,
-            timezone=row.crontab_zone,
-            weekdays=frozenset(_parse_weekdays(c.day_of_week)),
-            days_of_month=frozenset(schedules.crontab_parser(31, 1).parse(c.day_of_month)),
-        )
-    if row.interval is not None:
-        return Interval(timedelta(**{row.interval.period: row.interval.every}))
-    if row.clocked is not None:
-        return Clocked(_aware(row.clocked.clocked_time))  # type: ignore[arg-type]
-    if row.solar is not None:
-        s = row.solar
-        return Solar(s.event, float(s.latitude), float(s.longitude))
-    return None
-
-
-def _parse_weekdays(text: str) -> set[int]:
-    # Celery's own reading (names, ranges, steps; 0 = Sunday).
-    return set(schedules.crontab(day_of_week=text).day_of_week)
-
-
 def translate_all(
     tasks: list[BeatTask], *, now: datetime, declared: bool = False
 ) -> list[Translation]:
-    """Translate each task. A task whose Celery task is not registered in
-    this project is imported disabled and stays enabled at its source
-    (`keep_source`, said); one whose key a job declared in code holds
-    fails. A job an earlier import made keeps its `enabled` and its
-    interval's grid. `declared`: for the sync of jobs declared in code,
-    which owns code-managed jobs and keeps the operator's fields itself,
-    and where a task not registered fails."""
+    """Translate each task, and settle Takt's side of it
+    (jobs.core.beat_reimport.settle): a task whose Celery task is not
+    registered in this project is imported disabled; a job an earlier
+    import made follows its PeriodicTask's `enabled` unless an operator
+    changed it in Takt since; every job gets `hold` (why it will not run)
+    and keeps its interval's grid. One whose key a job declared in code
+    holds fails. `declared`: for the sync of jobs declared in code, which
+    owns code-managed jobs and keeps the operator's fields itself, and
+    where a task not registered fails."""
     keys = [job_key(t.name) for t in tasks]
-    existing = {j.key: j for j in Job.objects.filter(key__in=keys).prefetch_related("triggers")}
+    existing = {
+        j.key: j
+        for j in Job.objects.filter(key__in=keys)
+        .select_related("beat_origin")
+        .prefetch_related("triggers")
+    }
     out = []
     for task, key in zip(tasks, keys, strict=True):
         job = existing.get(key)
+        origin = _origin(job) if not declared else None
+        if origin is not None:
+            task = known_task(
+                task,
+                switched=origin.source_switched,
+                last_run_at=origin.last_run_at,
+                total_run_count=origin.total_run_count,
+            )
         translation = translate(task, now=now, interval_start=_kept_start(job, task))
-        if translation.definition is not None:
-            _check_target(translation, None if declared else job, declared=declared)
-        if translation.definition is not None and job is not None and not declared:
-            if translation.definition["enabled"] != job.enabled:
-                translation.notes.append(
-                    f"enabled: kept as Takt's job has it ({job.enabled}); the import sets it only"
-                    " when it creates the job"
+        if translation.definition is None:
+            pass
+        elif declared:
+            if not registry.is_known(task.task):
+                translation.fail(f"its task {task.task!r} is not registered in this project")
+            elif translation.overdue and translation.definition["enabled"]:
+                translation.notes.append(OVERDUE_NOTE)
+        elif job is not None and job.code_managed:
+            translation.fail(f"job #{job.pk} with key {job.key!r} is declared in code")
+        else:
+            prior = None
+            if job is not None:
+                prior = Prior(
+                    enabled=job.enabled,
+                    enabled_set=origin.enabled_set if origin is not None else None,
+                    paused=job.paused,
+                    paused_until=job.paused_until,
+                    pause_note=job.pause_note,
                 )
-            # The operator's fields, as import_jobs' definitions are complete.
-            for name in ("enabled", "paused", "paused_until", "pause_note"):
-                translation.definition[name] = getattr(job, name)
+            settle(translation, registered=registry.is_known(task.task), prior=prior)
         out.append(translation)
     return out
 
 
-def _check_target(translation: Translation, job: Job | None, *, declared: bool) -> None:
-    assert translation.definition is not None
-    target = translation.task.task
-    if job is not None and job.code_managed:
-        translation.fail(f"job #{job.pk} with key {job.key!r} is declared in code")
-    elif registry.is_known(target):
-        return
-    elif declared:
-        translation.fail(f"its task {target!r} is not registered in this project")
-    else:
-        # Nothing here would run it: imported for the record, and left
-        # running where it runs.
-        translation.definition["enabled"] = False
-        translation.keep_source = True
-        translation.notes.append(
-            f"imported disabled: its task {target!r} is not registered in this project; it stays"
-            " enabled in django-celery-beat (even with --disable-source) until you register the"
-            " task here, enable the job, and disable it there"
-        )
+def _origin(job: Job | None) -> BeatOrigin | None:
+    if job is None:
+        return None
+    try:
+        return job.beat_origin  # type: ignore[no-any-return]
+    except BeatOrigin.DoesNotExist:
+        return None
 
 
 def check_each(translations: list[Translation], *, now: datetime, by: str) -> None:
@@ -358,9 +193,10 @@ def import_celery_beat(
     3. if any task failed and not `continue_on_error`: raise
        BeatImportRefused, having written nothing;
     4. import the others in one transaction on each database (Takt's and
-       `using`; the same one when it is Takt's) and, with
-       `disable_source`, disable their PeriodicTasks but those with
-       `keep_source` (a dry run counts them).
+       `using`; the same one when it is Takt's), record what it set on each
+       job (BeatOrigin) and, with `disable_source`, disable the
+       PeriodicTasks whose jobs will run: never one with a `hold`, nor
+       one that failed or was skipped (a dry run lists them).
 
     Raises CeleryBeatUnavailable, BeatImportRefused, or InvalidDefinition
     (the jobs refused together, e.g. two names made one key); nothing
@@ -371,20 +207,43 @@ def import_celery_beat(
         raise BeatImportRefused(result)
     imported = result.imported
     entries = [t.definition for t in imported]
-    to_disable = [t.task.id for t in imported if not t.keep_source]
+    # Never strand a task: only those whose job will run are switched off.
+    to_disable = [t.task.id for t in imported if t.hold is None and t.task.enabled]
     with transaction.atomic(using=using), transaction.atomic():
         result.items = import_jobs(entries, now=now, by=by, dry_run=dry_run, granted=BEAT_GRANTED)
         if disable_source:
-            result.disabled = _disable(to_disable, using=using, now=now, dry_run=dry_run)
+            result.switched = _disable(to_disable, using=using, now=now, dry_run=dry_run)
+        if not dry_run:
+            _record(imported, switched=set(result.switched), now=now)
     return result
 
 
-def _disable(ids: list[int], *, using: str, now: datetime, dry_run: bool) -> int:
-    PeriodicTask, PeriodicTasks = _models()
+def _disable(ids: list[int], *, using: str, now: datetime, dry_run: bool) -> list[int]:
+    """Disable the PeriodicTasks `ids` that are enabled; their ids."""
+    PeriodicTask, PeriodicTasks = beat_models()
     enabled = PeriodicTask.objects.using(using).filter(pk__in=ids, enabled=True)
-    if dry_run:
-        return int(enabled.count())
-    count = int(enabled.update(enabled=False))
+    switched = sorted(int(pk) for pk in enabled.values_list("pk", flat=True))
+    if dry_run or not switched:
+        return switched
+    # update(), not save(): django-celery-beat's save() blanks last_run_at.
+    PeriodicTask.objects.using(using).filter(pk__in=switched).update(enabled=False)
     # django-celery-beat's beat reloads its schedule when this row changes.
     PeriodicTasks.objects.using(using).update_or_create(ident=1, defaults={"last_update": now})
-    return count
+    return switched
+
+
+def _record(imported: list[Translation], *, switched: set[int], now: datetime) -> None:
+    """What this import set on each job (jobs.beat_origin)."""
+    ids = dict(Job.objects.filter(key__in=[t.key for t in imported]).values_list("key", "pk"))
+    for t in imported:
+        BeatOrigin.objects.update_or_create(
+            job_id=ids[t.key],
+            defaults={
+                "periodic_task_id": t.task.id,
+                "enabled_set": t.enabled_set,
+                "source_switched": t.task.id in switched or t.task.switched,
+                "last_run_at": t.task.last_run_at,
+                "total_run_count": t.task.total_run_count,
+                "imported_at": now,
+            },
+        )

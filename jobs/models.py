@@ -595,6 +595,7 @@ def sync_trigger_activity(job_ids: list[int]) -> None:
 
 
 # Models of this app kept in modules of their own.
+from jobs.beat_origin import BeatOrigin  # noqa: E402
 from jobs.groups import ConcurrencyGroup  # noqa: E402
 from jobs.queue_state import QueueState  # noqa: E402
 from jobs.tokens import ApiToken  # noqa: E402
@@ -602,6 +603,7 @@ from jobs.variables import ResultVariable  # noqa: E402
 
 __all__ = [
     "ApiToken",
+    "BeatOrigin",
     "ConcurrencyGroup",
     "HolidayCalendar",
     "Job",

@@ -14,7 +14,8 @@ The rules (docs/migrating-from-django-celery-beat.md has them as a table):
   trigger's weekday set (F-15), which Takt ANDs with the expression.
 - interval → a fixed-rate interval trigger whose first fire time is the
   one django-celery-beat would have used next (last_run_at + every), so the
-  switch-over neither doubles nor drops a run; overdue: 10 s after import.
+  switch-over neither doubles nor drops a run; overdue: 10 s after import
+  (said only of a job that is enabled: a disabled one has no first run).
 - clocked → a once trigger; a clocked time that has passed (run or not) is
   imported disabled without a trigger, and said so.
 - solar → not imported: sunrise and sunset move every day, Takt has no
@@ -29,7 +30,11 @@ The rules (docs/migrating-from-django-celery-beat.md has them as a table):
 
 A task that cannot come along at all (no schedule, solar, args or kwargs
 not JSON of the right kind, an interval out of range, a row that could not
-be read) gets an `error` instead of a definition.
+be read, a Celery task of Celery's own) gets an `error` instead of a
+definition. `celery.backend_cleanup`, which django-celery-beat adds by
+itself, is `skipped` with its reason: Takt cleans up after its own runs.
+Takt's side (registered here? changed in Takt since the last import?) is
+jobs.core.beat_reimport.
 """
 
 from __future__ import annotations
@@ -49,6 +54,10 @@ NAME_MAX = 200
 INTERVAL_MIN = timedelta(seconds=1)
 INTERVAL_MAX = timedelta(days=30)
 OVERDUE_GRACE = timedelta(seconds=10)
+OVERDUE_NOTE = "overdue in django-celery-beat: its first Takt run 10 s after the import"
+# Celery's result cleanup, which django-celery-beat's scheduler adds to its
+# table by itself whenever result_expires is set (Celery's default: 1 day).
+BACKEND_CLEANUP = "celery.backend_cleanup"
 PRIORITY_MAX = 9
 ALL_DAYS_OF_MONTH = frozenset(range(1, 32))
 
@@ -111,6 +120,10 @@ class BeatTask:
     last_run_at: datetime | None = None
     total_run_count: int = 0
     date_changed: datetime | None = None
+    # Disabled in django-celery-beat by an earlier import's --disable-source
+    # (jobs.celery_beat keeps the record): it counts as enabled, as Takt
+    # runs it now.
+    switched: bool = False
     # What could not be read from the row (a time zone, a day field that
     # Celery cannot parse): the task fails with it.
     problem: str | None = None
@@ -120,20 +133,35 @@ class BeatTask:
 class Translation:
     """What one PeriodicTask becomes: `definition`, or `error` (why it
     cannot be imported; `definition` is None then), and the notes that say
-    what changed meaning or could not come along. `keep_source`: the
-    PeriodicTask is imported but must stay enabled in django-celery-beat
-    (Takt would not run it), whatever --disable-source says."""
+    what changed meaning or could not come along; or `skipped` (why it is
+    deliberately not imported; no definition, no error either).
+
+    Takt's side (jobs.core.beat_reimport.settle) fills in the rest:
+    `enabled_set`, the `enabled` this import sets (None: it sets none, to
+    record), and `hold`, why the job will not run (None: it will, and the
+    PeriodicTask may be switched off). `off_reason` is why the translation
+    turned `enabled` off; `overdue`, that an interval's first fire time is
+    the import's time + 10 s."""
 
     task: BeatTask
     key: str
     definition: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     error: str | None = None
-    keep_source: bool = False
+    skipped: str | None = None
+    off_reason: str | None = None
+    overdue: bool = False
+    enabled_set: bool | None = None
+    hold: str | None = None
 
     def fail(self, reason: str) -> None:
         """The task cannot be imported, for `reason`."""
         self.error = reason
+        self.definition = None
+
+    def skip(self, reason: str) -> None:
+        """The task is left out on purpose, for `reason`."""
+        self.skipped = reason
         self.definition = None
 
 
@@ -163,10 +191,19 @@ def translate(
     if task.problem is not None:
         out.fail(task.problem)
         return out
+    if task.task == BACKEND_CLEANUP:
+        out.skip(
+            "Celery's own result cleanup, which django-celery-beat's scheduler adds by itself"
+            " (result_expires): Takt records its runs itself and deletes old ones"
+            " (TAKT_RETENTION_DAYS), no job may name Celery's tasks, and a result backend that"
+            " expires results itself (Redis) needs nothing. A database result backend of your"
+            " own tasks: schedule a @takt_job that calls app.backend.cleanup()"
+        )
+        return out
     if task.task.startswith("celery."):
         out.fail(
-            f"{task.task!r} is Celery's own task: no Takt job may name it (Takt's maintenance"
-            " job deletes old runs; Celery's result backend expires its results itself)"
+            f"{task.task!r} is Celery's own task: no Takt job may name it (docs/security.md,"
+            " internal targets)"
         )
         return out
     if task.schedule is None:
@@ -195,7 +232,7 @@ def translate(
             " seconds from 1 s to 30 days; use a cron trigger"
         )
         return out
-    enabled = task.enabled
+    enabled = task.enabled or task.switched
     definition: dict[str, Any] = {
         "key": key,
         "name": task.name[:NAME_MAX],
@@ -229,6 +266,9 @@ def translate(
     if task.expires is not None:
         if task.expires <= now:
             enabled = False
+            out.off_reason = (
+                f"it expired at {_iso(task.expires)} (django-celery-beat sends it no more)"
+            )
             notes.append(f"disabled: it expired at {_iso(task.expires)}")
         else:
             notes.append(
@@ -239,10 +279,17 @@ def translate(
         definition["max_runs"] = 1
         if task.total_run_count > 0 and not isinstance(task.schedule, Clocked):
             enabled = False
+            out.off_reason = out.off_reason or "a one-off task that has run"
             notes.append("disabled: a one-off task that has run")
     trigger = _trigger(task, now=now, interval_start=interval_start, notes=notes)
     if trigger is None:
         enabled = False
+        if isinstance(task.schedule, Clocked):
+            out.off_reason = out.off_reason or (
+                f"its clocked time {_iso(task.schedule.at)} has passed (use Run now in Takt)"
+            )
+    elif trigger["kind"] == "interval" and interval_start is None:
+        out.overdue = trigger["start_at"] == _overdue(now)
     definition["triggers"] = [trigger] if trigger is not None else []
     if task.start_time is not None and task.start_time > now and enabled:
         definition["paused"] = True
@@ -251,7 +298,13 @@ def translate(
             f"django-celery-beat start_time: not before {_iso(task.start_time)}"
         )
         notes.append(f"paused until its start_time {_iso(task.start_time)}")
-    if not task.enabled:
+    if task.switched and not task.enabled:
+        notes.append(
+            "disabled in django-celery-beat by an earlier import's --disable-source: read as"
+            " enabled (Takt runs it now)"
+        )
+    elif not task.enabled:
+        out.off_reason = out.off_reason or "disabled in django-celery-beat"
         notes.append("disabled, as in django-celery-beat")
     definition["enabled"] = enabled
     out.definition = definition
@@ -266,8 +319,6 @@ def _trigger(
         return crontab_trigger(schedule, notes)
     if isinstance(schedule, Interval):
         start = interval_start or first_interval_time(task, now=now)
-        if interval_start is None and start == _overdue(now):
-            notes.append("overdue in django-celery-beat: its first Takt run 10 s after the import")
         return {
             "kind": "interval",
             "interval_seconds": int(schedule.every.total_seconds()),

@@ -98,3 +98,20 @@ def test_refuse_stops_the_beat_naming_the_entries(beat_schedule, settings):
     with pytest.raises(ImproperlyConfigured, match=r"beat_schedule has 1 entries \('cleanup'\)"):
         scheduler.sync_declared_jobs()
     assert not Job.objects.filter(name="cleanup").exists()
+
+
+def test_celerys_own_backend_cleanup_is_left_out_with_a_warning(beat_schedule, caplog):
+    beat_schedule["celery.backend_cleanup"] = {
+        "task": "celery.backend_cleanup",
+        "schedule": crontab(minute=0, hour=4),
+    }
+    beat_schedule["nightly"] = {"task": "tests.celery_echo", "schedule": 3600}
+
+    with caplog.at_level("WARNING", logger="takt.celery_beat"):
+        report = sync()
+
+    assert len(report.created) == 1
+    assert not Job.objects.filter(target="celery.backend_cleanup").exists()
+    assert "beat_schedule['celery.backend_cleanup']: not made a job: Celery's own result" in (
+        caplog.text
+    )

@@ -42,6 +42,10 @@ TARGET = "tests.celery_echo"
 BERLIN, NEW_YORK = ZoneInfo("Europe/Berlin"), ZoneInfo("America/New_York")
 
 
+# Enabled in django-celery-beat, imported disabled: --disable-source leaves them.
+WILL_NOT_RUN = {"unknown", "clocked-past", "one-off-ran", "expired"}
+
+
 def crontab(minute="*", hour="*", dom="*", month="*", dow="*", tz=BERLIN) -> CrontabSchedule:
     return CrontabSchedule.objects.create(
         minute=minute,
@@ -129,9 +133,9 @@ def test_a_dry_run_says_what_it_would_do_and_writes_nothing(every_kind):
     assert "disabled without a trigger: its clocked time" in out
     assert "Celery fires on days matching both, cron on days matching either" in out
     assert "dry run, nothing written: 15 create, 0 update, 0 unchanged" in out
-    # Not 'off' (disabled there already) nor 'unknown' (it stays).
-    assert "would disable 13 PeriodicTask(s) in django-celery-beat" in out
-    assert "1 PeriodicTask(s) imported disabled, their task not registered here" in out
+    # Not 'off' (disabled there already) nor the four whose jobs will not run.
+    assert "would disable 10 PeriodicTask(s) in django-celery-beat" in out
+    assert "LEFT ENABLED in django-celery-beat: 4 PeriodicTask(s)" in out
 
 
 def test_the_import_carries_each_task_over_and_a_second_run_updates(every_kind):
@@ -185,17 +189,18 @@ def test_a_second_run_keeps_what_the_operator_changed_in_takt_and_the_interval_g
     out = import_()
 
     job.refresh_from_db()
-    assert not job.enabled and "enabled: kept as Takt's job has it (False)" in out
+    assert not job.enabled and "enabled: kept False: changed in Takt since the last import" in out
     assert job.triggers.get().start_at == start
 
 
 def test_disable_source_switches_in_one_command(every_kind):
     out = import_("--disable-source")
 
-    assert "disabled 13 PeriodicTask(s) in django-celery-beat" in out  # 'off' was already
+    assert "disabled 10 PeriodicTask(s) in django-celery-beat" in out  # 'off' was already
     still = set(PeriodicTask.objects.filter(enabled=True).values_list("name", flat=True))
-    assert still == {"unknown"}  # imported disabled: it keeps running where it runs
-    assert "left running in django-celery-beat: 'unknown'" in out
+    # Imported disabled: each keeps running (or expiring) where it runs.
+    assert still == WILL_NOT_RUN
+    assert f"#{every_kind['unknown'].pk} 'unknown' (nowhere.task): its task 'nowhere.task'" in out
 
 
 # --- bad input (issue 15) ------------------------------------------------------------
@@ -271,9 +276,9 @@ def test_with_continue_on_error_the_good_tasks_come_and_the_bad_are_reported(eve
         assert f"{name!r} ({TARGET}): cannot be imported" in out.getvalue()
     assert "15 create" in out.getvalue()
     assert not Job.objects.filter(key__in=reasons).exists()
-    # The failed ones keep running where they are, as does the unregistered one.
+    # The failed ones keep running where they are, as do those Takt will not run.
     still = set(PeriodicTask.objects.filter(enabled=True).values_list("name", flat=True))
-    assert still == {"unknown", *reasons}
+    assert still == {*WILL_NOT_RUN, *reasons}
 
 
 def test_a_job_declared_in_code_holding_the_key_fails_that_task(every_kind):

@@ -1,7 +1,10 @@
 """F-76: turn django-celery-beat's PeriodicTasks into Takt jobs
 (jobs.celery_beat). All or nothing: a task that cannot be imported refuses
 the import, naming every such task; --continue-on-error imports the others
-and exits 3. --dry-run shows the plan and, per task, every note.
+and exits 3. --dry-run shows the plan and, per task, every note. A
+summary ends every import: the counts, and each PeriodicTask left enabled
+in django-celery-beat because Takt will not run it, and why
+(--disable-source never switches one off).
 docs/migrating-from-django-celery-beat.md."""
 
 from __future__ import annotations
@@ -12,14 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from jobs.celery_beat import (
-    BeatImport,
-    BeatImportRefused,
-    CeleryBeatUnavailable,
-    import_celery_beat,
-    source_alias,
-    source_label,
-)
+from jobs.celery_beat import BeatImport, BeatImportRefused, import_celery_beat
+from jobs.celery_beat_source import CeleryBeatUnavailable, source_alias, source_label
 from jobs.core.celery_beat import Translation
 from jobs.exchange import InvalidDefinition
 from jobs.importing import plan_lines, summary_line
@@ -48,8 +45,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--disable-source",
             action="store_true",
-            help="disable the imported PeriodicTasks (in the same transaction); not those"
-            " imported disabled because their task is not registered here",
+            help="disable the imported PeriodicTasks (in the same transaction), but only those"
+            " whose Takt job will run: every other one stays enabled, named in the summary",
         )
         parser.add_argument(
             "--continue-on-error",
@@ -90,16 +87,8 @@ class Command(BaseCommand):
         for line in plan_lines(result.items):
             self.stdout.write(line)
         self.stdout.write(summary_line(result.items, dry_run=dry_run))
-        if options["disable_source"]:
-            would = "would disable" if dry_run else "disabled"
-            self.stdout.write(f"{would} {result.disabled} PeriodicTask(s) in django-celery-beat")
-        kept = [t for t in result.imported if t.keep_source and t.task.enabled]
-        if kept:
-            names = ", ".join(repr(t.task.name) for t in kept)
-            self.stdout.write(
-                f"{len(kept)} PeriodicTask(s) imported disabled, their task not registered here,"
-                f" left running in django-celery-beat: {names}"
-            )
+        for line in summary(result, dry_run=dry_run, disable_source=options["disable_source"]):
+            self.stdout.write(line)
         if result.failed:
             raise CommandError(
                 f"{len(result.failed)} PeriodicTask(s) not imported (--continue-on-error):\n"
@@ -113,13 +102,60 @@ class Command(BaseCommand):
             head = f"PeriodicTask #{task.id} {task.name!r} ({task.task})"
             if translation.error is not None:
                 head += ": cannot be imported"
+            elif translation.skipped is not None:
+                head += ": skipped, not imported"
             elif translation.key != task.name:
                 head += f" → key {translation.key!r}"
             self.stdout.write(head)
-            if translation.error is not None:
-                self.stdout.write(f"    {translation.error}")
+            for why in (translation.error, translation.skipped):
+                if why is not None:
+                    self.stdout.write(f"    {why}")
             for note in translation.notes:
                 self.stdout.write(f"    {note}")
+
+
+RULE = "=" * 78
+
+
+def summary(result: BeatImport, *, dry_run: bool, disable_source: bool) -> list[str]:
+    """The block that ends an import: the counts, the PeriodicTasks left
+    enabled in django-celery-beat (Takt will not run them) with why, the
+    ones skipped with why."""
+    disable = "would disable" if dry_run else "disabled"
+    left = result.left()
+    lines = [
+        RULE,
+        f"SUMMARY{' (dry run)' if dry_run else ''}: {len(result.translations)} PeriodicTask(s):"
+        f" {len(result.imported)} imported, {len(result.switched)} switched,"
+        f" {len(left)} left in django-celery-beat, {len(result.skipped)} skipped,"
+        f" {len(result.failed)} failed",
+    ]
+    if disable_source:
+        lines.append(
+            f"  switched: {disable} {len(result.switched)} PeriodicTask(s) in"
+            " django-celery-beat, whose Takt jobs run them now"
+        )
+    else:
+        runs_both = [t for t in result.imported if t.task.enabled and t.hold is None]
+        lines.append(
+            f"  switched: none (no --disable-source): {len(runs_both)} PeriodicTask(s) are"
+            " enabled in both; stop django-celery-beat's beat before Takt's starts, or run"
+            " again with --disable-source"
+        )
+    if left:
+        lines.append(
+            f"  LEFT ENABLED in django-celery-beat: {len(left)} PeriodicTask(s) that Takt will"
+            " not run; they keep running there until you act:"
+        )
+        lines += [f"    #{t.task.id} {t.task.name!r} ({t.task.task}): {why}" for t, why in left]
+    if result.skipped:
+        lines.append(
+            f"  skipped: {len(result.skipped)} PeriodicTask(s) not imported, on purpose, left as"
+            " they are in django-celery-beat:"
+        )
+        lines += [f"    #{t.task.id} {t.task.name!r}: {t.skipped}" for t in result.skipped]
+    lines.append(RULE)
+    return lines
 
 
 def _failure(translation: Translation) -> str:
