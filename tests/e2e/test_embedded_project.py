@@ -387,9 +387,21 @@ def test_a_celery_guide_project_switches_from_django_celery_beat_in_one_command(
     command = [python, "manage.py", "import_celery_beat", "--disable-source", "--continue-on-error"]
     done = subprocess.run(command, cwd=site, env=env, capture_output=True, text=True, timeout=120)
     report = done.stdout + done.stderr
+    print(report)  # the trial's output (pytest -s shows it)
     assert done.returncode == 3, report  # some could not be imported: named, exit 3
     for task in ("reports.build", "reports.mail", "reports.tasks.cleanup"):
         assert f"{task!r} is not registered" not in report, report
+    # the summary at the end names what stays in django-celery-beat, and why
+    tail = report[report.rindex("SUMMARY") :]
+    assert "4 switched" in tail.splitlines()[0], tail
+    left = tail[tail.index("LEFT ENABLED") : tail.index("skipped: 1")]
+    for name, why in (
+        ("not here", "'reports.gone' is not registered in this project"),
+        ("at sunrise", "solar"),
+        ("odd kwargs", "kwargs"),
+    ):
+        assert f"'{name}' " in left and why in left, tail
+    assert "'celery.backend_cleanup'" in tail[tail.index("skipped: 1") :], tail
 
     assert shell(python, SOURCE_STATES, site, env) == [
         "at sunrise=True",  # cannot switch: stays running in django-celery-beat
