@@ -45,7 +45,7 @@ from runs.core.start import SlotNeeds
 from runs.locks import get_redis, job_lock, token_run_id
 from runs.models import ACTIVE_STATUSES, FINISHED_STATUSES, Run, RunStatus
 from runs.publish import queue_of
-from runs.queue import lock_file_present
+from runs import lock_files
 from runs.slots import exclusive_key, group_key, grouped_key, member_run_id, running_key
 from runs.variables import job_condition
 from runs.waiting import slot_needs
@@ -357,7 +357,7 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
     queue = QueueState.objects.filter(pk=1).first()
     holders = _lock_holders(job)
     beats = live_processes(BEAT_PREFIX, now=now)
-    lock_file = lock_file_present()
+    lock_file = lock_files.describe(lock_files.seen_in_cluster())
     children = _children_facts(job)
     return JobFacts(
         name=job.name,
@@ -369,9 +369,9 @@ def job_facts(job: Job, *, now: datetime) -> JobFacts:
         queue_paused=bool(queue and queue.paused),
         queue_pause_note=queue.pause_note if queue else "",
         queue_paused_until=queue.paused_until if queue and queue.paused else None,
-        maintenance=bool(queue and queue.maintenance) or lock_file,
+        maintenance=bool(queue and queue.maintenance) or bool(lock_file),
         maintenance_note=queue.maintenance_note if queue and queue.maintenance else "",
-        maintenance_lock_file=str(settings.TAKT_MAINTENANCE_LOCK_FILE) if lock_file else "",
+        maintenance_lock_file=lock_file,
         target=job.target,
         allowed_during_maintenance=allowed_in_maintenance(job),
         allow_list=tuple(registry.allowed_names()),

@@ -12,7 +12,7 @@ from django.db.models import Count, Min
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.models import QueueState, Trigger
 from runs.models import Run, RunStatus
-from runs.queue import lock_file_present
+from runs import lock_files
 from runs.slots import global_limit
 
 
@@ -20,7 +20,8 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
     """next_scheduled (aware datetime or None); scheduler_enabled (at least
     one live beat dispatches by schedule, as the beats report their own
     TAKT_SCHEDULER_ENABLED); paused with its note, who, when and until;
-    maintenance (the switch or the lock file) and its note; max_concurrency
+    maintenance (the switch or a lock file) and its note, and each lock file
+    with the host that sees it; max_concurrency
     (TAKT_MAX_CONCURRENCY, the global limit; None: no limit) and pool_size
     (the live workers' pool sizes added up); active_count (running runs),
     queued_count (runs waiting to start, held ones included); the live beats
@@ -34,6 +35,7 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
     )
     beats = live_processes(BEAT_PREFIX, now=now)
     workers = live_processes(WORKER_PREFIX, now=now)
+    seen = lock_files.seen_in_cluster()
     return {
         "next_scheduled": Trigger.objects.filter(active=True).aggregate(m=Min("next_run_at"))["m"],
         "scheduler_enabled": any(beat.scheduler_enabled for beat in beats),
@@ -42,9 +44,10 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
         "paused_by": state.paused_by if state and paused else "",
         "paused_at": state.paused_at if state and paused else None,
         "paused_until": state.paused_until if state and paused else None,
-        "maintenance": bool(state and state.maintenance) or lock_file_present(),
+        "maintenance": bool(state and state.maintenance) or bool(seen),
         "maintenance_note": state.maintenance_note if state and state.maintenance else "",
-        "maintenance_lock_file": lock_file_present(),
+        "maintenance_lock_file": bool(seen),
+        "maintenance_lock_files": [{"path": s.path, "host": s.host} for s in seen],
         "max_concurrency": global_limit(),
         "pool_size": sum(worker.concurrency for worker in workers),
         "active_count": counts.get(RunStatus.RUNNING, 0),

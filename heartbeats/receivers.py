@@ -84,7 +84,7 @@ def maintenance_changed(
     sender: object = None,
     on: bool = False,
     note: str = "",
-    lock_file: bool = False,
+    lock_file: str = "",
     now: Any = None,
     **kwargs: object,
 ) -> None:
@@ -95,11 +95,8 @@ def maintenance_changed(
         if not on:
             resolve_alert(MAINTENANCE_ALERT, message="maintenance mode is off", now=now)
             return
-        source = (
-            f"the lock file {settings.TAKT_MAINTENANCE_LOCK_FILE} exists"
-            if lock_file
-            else "switched on"
-        )
+        # lock_file: the files and the hosts that see them (runs.lock_files)
+        source = f"the lock file {lock_file} exists" if lock_file else "switched on"
         raise_alert(
             MAINTENANCE_ALERT,
             severity="warning",

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.models import QueueState
+from runs import lock_files
 from runs.decisions import Decision, record
 from runs.locks import get_redis
 from runs.signals import maintenance_changed
@@ -63,10 +64,10 @@ def _maintenance_changed(on: bool) -> None:
     now = timezone.now()
     state = QueueState.objects.filter(pk=1).first()
     note = state.maintenance_note if state and state.maintenance else ""
-    lock_file = lock_file_present()
+    lock_file = lock_files.describe(lock_files.seen_in_cluster()) if on else ""
     detail = "on" if on else "off"
     if on and lock_file:
-        detail += f" (lock file {settings.TAKT_MAINTENANCE_LOCK_FILE})"
+        detail += f" (lock file {lock_file})"
     if on and note:
         detail += f": {note}"
     record([Decision("maintenance", 0, detail=f"maintenance mode {detail}", at=now)])
@@ -132,8 +133,9 @@ def maintenance_key() -> str:
 
 
 def lock_file_present() -> bool:
-    path = getattr(settings, "TAKT_MAINTENANCE_LOCK_FILE", "")
-    return bool(path) and os.path.exists(path)
+    """Whether maintenance by lock file is on: a configured lock file exists
+    here or a live beat sees one on its host (runs.lock_files)."""
+    return bool(lock_files.seen_in_cluster())
 
 
 def set_maintenance(on: bool, *, note: str = "", now: datetime) -> bool:
@@ -146,16 +148,23 @@ def set_maintenance(on: bool, *, note: str = "", now: datetime) -> bool:
     return bool(n)
 
 
-def remove_lock_file() -> bool:
-    """Delete TAKT_MAINTENANCE_LOCK_FILE (where this process runs); True if
-    there was one. The beat sees maintenance mode end at its next tick."""
-    path = getattr(settings, "TAKT_MAINTENANCE_LOCK_FILE", "")
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        return False
-    log.info("removed the maintenance lock file %s", path)
-    return True
+def remove_lock_files(paths: list[str] | None = None) -> list[str]:
+    """Delete the named configured lock files (None: all) on this host, and
+    ask every beat to delete them where it sees them (runs.lock_files), so
+    a file on another host goes too, at that beat's next tick. Returns the
+    paths deleted here."""
+    removed = []
+    for path in lock_files.configured():
+        if paths is None or path in paths:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                continue
+            log.info("removed the maintenance lock file %s", path)
+            removed.append(path)
+    if lock_files.configured():
+        lock_files.request_removal(paths)
+    return removed
 
 
 def in_maintenance() -> bool:

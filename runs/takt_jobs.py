@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import takt_job
-from runs import remote  # noqa: F401  (registers takt.remote_run)
+from runs import (
+    lock_files,
+    remote,  # noqa: F401  (registers takt.remote_run)
+)
 from runs.maintenance import run_maintenance
-from runs.queue import pause_queue, remove_lock_file, resume_queue, set_maintenance
+from runs.queue import pause_queue, remove_lock_files, resume_queue, set_maintenance
 
 
 @takt_job("takt.maintenance")
@@ -84,18 +86,41 @@ def maintenance_on(job: Any) -> bool:
 
 @takt_job("takt.maintenance_off", allowed_during_maintenance=True)
 def maintenance_off(job: Any) -> bool:
-    """Switch maintenance mode off and delete TAKT_MAINTENANCE_LOCK_FILE
-    (on the machine of the worker that runs it). Allowed during
-    maintenance: it ends it. Returns whether anything changed."""
-    # The file first: switching off writes the workers' copy at once, and
-    # with the file still there that copy would say "on" until the beat's
+    """Switch maintenance mode off and delete every lock file of
+    TAKT_MAINTENANCE_LOCK_FILE: on this worker's machine at once, and on
+    each beat's machine at that beat's next tick (runs.lock_files).
+    Allowed during maintenance: it ends it. Returns whether anything
+    changed."""
+    # The files first: switching off writes the workers' copy at once, and
+    # with a file still there that copy would say "on" until the beat's
     # next tick.
-    removed = remove_lock_file()
+    removed = remove_lock_files()
     changed = set_maintenance(False, now=timezone.now())
     job.log("maintenance mode off" if changed else "maintenance mode was off already")
-    if removed:
-        job.log(f"removed the lock file {settings.TAKT_MAINTENANCE_LOCK_FILE}")
-    return changed or removed
+    for path in removed:
+        job.log(f"removed the lock file {path}")
+    if lock_files.configured():
+        job.log("asked every beat to remove the lock files it sees")
+    return changed or bool(removed)
+
+
+@takt_job("takt.remove_lock_file", allowed_during_maintenance=True)
+def remove_lock_file(job: Any) -> list[str]:
+    """Delete one lock file of TAKT_MAINTENANCE_LOCK_FILE (params
+    {"path": "..."}; without it, all), wherever a beat sees it (F-29).
+    Maintenance by that file ends when no live beat sees it any more.
+    Returns the paths deleted on this worker's machine."""
+    path = job.params.get("path")
+    if path is not None and str(path) not in lock_files.configured():
+        raise ValueError(
+            f"path: {path!r} is not one of TAKT_MAINTENANCE_LOCK_FILE's files"
+            f" ({', '.join(lock_files.configured()) or 'none configured'})"
+        )
+    removed = remove_lock_files(None if path is None else [str(path)])
+    for each in removed:
+        job.log(f"removed the lock file {each}")
+    job.log("asked every beat to remove it where it sees it")
+    return removed
 
 
 @takt_job("takt.pause_queue", allowed_during_maintenance=True)

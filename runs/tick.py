@@ -17,13 +17,14 @@ from django.utils import timezone
 from jobs import registry
 from jobs.models import QueueState, Trigger
 from jobs.services import resume_due_jobs
+from runs import lock_files
 from runs.decisions import record
 from runs.delivery import resend_lost_messages
 from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus
 from runs.outbox import sweep_unpublished
 from runs.publish import publish_runs
-from runs.queue import lock_file_present, mirror, resume_queue_if_due
+from runs.queue import mirror, resume_queue_if_due
 from runs.recovery import check_lost_runs
 from runs.signals import catchup_capped
 from scheduler_project.connections import statement_cursor
@@ -39,7 +40,7 @@ def run_tick(*, now: datetime) -> float:
     # idle tick takes no lock, opens no transaction (on SQLite, no write lock
     # every poll) and asks nothing more.
     nxt, paused, maintenance, unpublished = probe(now=now)
-    maintenance = maintenance or lock_file_present()
+    maintenance = maintenance or _lock_file_seen()
     _mirror_pause(paused, maintenance)
     waiting_jobs = _check_lost_runs(now=now)
     wait = _seconds_until(nxt, now=now)
@@ -239,6 +240,24 @@ def probe(*, now: datetime) -> tuple[datetime | None, bool, bool, bool]:
     for converter in connection.ops.get_db_converters(expression):
         value = converter(value, expression, connection)
     return value, bool(raw_paused), bool(raw_maintenance), bool(raw_unpublished)
+
+
+_lock_reporter: list[lock_files.Reporter] = []
+
+
+def _lock_file_seen() -> bool:
+    """Maintenance by lock file: this beat reports the lock files it sees
+    and hears of those the other live beats see (runs.lock_files); nothing
+    when none is configured. Redis unreachable: this host's files decide."""
+    if not lock_files.configured():
+        return False
+    if not _lock_reporter:
+        _lock_reporter.append(lock_files.Reporter())
+    try:
+        return bool(_lock_reporter[0].exchange())
+    except Exception as exc:
+        log.warning("could not exchange the lock files the beats see: %s", exc)
+        return bool(lock_files.present_here())
 
 
 _mirrored_at = float("-inf")

@@ -260,6 +260,11 @@ class LiveWorkerSerializer(serializers.Serializer):
     last_seen_at = serializers.DateTimeField()
 
 
+class LockFileSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    host = serializers.CharField()
+
+
 class QueueStatusSerializer(serializers.Serializer):
     next_scheduled = serializers.DateTimeField(allow_null=True)
     scheduler_enabled = serializers.BooleanField(
@@ -275,7 +280,11 @@ class QueueStatusSerializer(serializers.Serializer):
     maintenance = serializers.BooleanField()
     maintenance_note = serializers.CharField(allow_blank=True)
     maintenance_lock_file = serializers.BooleanField(
-        help_text="Maintenance mode is on because TAKT_MAINTENANCE_LOCK_FILE exists."
+        help_text="Maintenance mode is on because a file of TAKT_MAINTENANCE_LOCK_FILE exists"
+        " where a live beat runs."
+    )
+    maintenance_lock_files = LockFileSerializer(
+        many=True, help_text="Each lock file that exists, with the host whose beat sees it."
     )
     max_concurrency = serializers.IntegerField(
         allow_null=True,

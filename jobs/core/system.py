@@ -57,7 +57,15 @@ SYSTEM_FUNCTIONS: dict[str, SystemFunction] = {
         SystemFunction("takt.pause_queue", "Pause the queue", {"note": NOTE}),
         SystemFunction("takt.resume_queue", "Resume the queue"),
         SystemFunction("takt.maintenance_on", "Maintenance mode on", {"note": NOTE}),
-        SystemFunction("takt.maintenance_off", "Maintenance mode off (and delete the lock file)"),
+        SystemFunction(
+            "takt.maintenance_off",
+            "Maintenance mode off (and delete the lock files, wherever a beat sees them)",
+        ),
+        SystemFunction(
+            "takt.remove_lock_file",
+            "Delete a maintenance lock file, wherever a beat sees it",
+            {"path": Param("text", "one of TAKT_MAINTENANCE_LOCK_FILE's files (none: all)")},
+        ),
     )
 }
 

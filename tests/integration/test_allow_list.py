@@ -5,6 +5,8 @@ are on it; maintenance going on raises an alert and is recorded."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from heartbeats.models import Alert
@@ -127,5 +129,5 @@ def test_the_lock_file_appearing_is_noticed_by_the_beat(redis_client, settings, 
     run_tick(now=T0 + 2 * SECOND)
 
     alert = Alert.objects.get(key="maintenance")
-    assert f"the lock file {lock_file} exists" in alert.message
+    assert f"the lock file {lock_file} on {socket.gethostname()} exists" in alert.message
     assert alert.count == 1

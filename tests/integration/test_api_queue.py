@@ -54,6 +54,7 @@ def test_an_empty_installation(token, redis_client):
         "maintenance": False,
         "maintenance_note": "",
         "maintenance_lock_file": False,
+        "maintenance_lock_files": [],
         "max_concurrency": None,
         "pool_size": 0,
         "active_count": 0,

@@ -294,7 +294,8 @@ def test_maintenance_names_the_target_and_the_allow_list(capsys):
         assert (
             "  [NO] maintenance: maintenance mode is on (database upgrade): target 'tests.echo'"
             " is not on the maintenance allow-list (takt.maintenance_off, takt.pause_queue,"
-            " takt.resume_queue, tests.erp_import, tests.erp_transform, tests.log_off), so every"
+            " takt.remove_lock_file, takt.resume_queue, tests.erp_import, tests.erp_transform,"
+            " tests.log_off), so every"
             " start is refused and recorded skipped"
         ) in out
         assert check(log_off, "maintenance").detail == (
