@@ -41,11 +41,11 @@ from jobs.core.triggers import DEPENDENCY_STATUSES, zone_of
 from jobs.models import ConcurrencyGroup, Job, QueueState, ResultVariable, Trigger
 from jobs.policies import TriggerKind
 from jobs.specs import allowed_in_maintenance, trigger_constraints, trigger_description
+from runs import lock_files
 from runs.core.start import SlotNeeds
 from runs.locks import get_redis, job_lock, token_run_id
 from runs.models import ACTIVE_STATUSES, FINISHED_STATUSES, Run, RunStatus
 from runs.publish import queue_of
-from runs import lock_files
 from runs.slots import exclusive_key, group_key, grouped_key, member_run_id, running_key
 from runs.variables import job_condition
 from runs.waiting import slot_needs

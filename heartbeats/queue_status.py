@@ -11,8 +11,8 @@ from django.db.models import Count, Min
 
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
 from jobs.models import QueueState, Trigger
-from runs.models import Run, RunStatus
 from runs import lock_files
+from runs.models import Run, RunStatus
 from runs.slots import global_limit
 
 
