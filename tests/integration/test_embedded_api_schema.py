@@ -104,3 +104,24 @@ def test_in_a_fresh_project_made_by_startproject(tmp_path):
     assert served["docs_status"] == 200
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css" in served["docs"]
     assert external_hosts(served["docs"]) == []
+
+
+def test_takts_pages_load_nothing_from_another_host():
+    """Every template and script of Takt's apps (the vendored ECharts with
+    them: its addresses are XML namespaces and licences, never loaded)."""
+    loads = re.compile(
+        r"""(?:src|href|action)\s*=\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//"""
+        r"""|@import\s+["']?(?:https?:)?//|\b(?:import|fetch)\s*\(?\s*["'](?:https?:)?//""",
+        flags=re.IGNORECASE,
+    )
+    root = settings.BASE_DIR
+    files = [
+        path
+        for app in ("jobs", "runs", "heartbeats")
+        for folder in ("templates", "static")
+        for path in (root / app / folder).rglob("*")
+        if path.suffix in (".html", ".js", ".css", ".txt")
+    ]
+    assert any(path.name == "echarts.min.js" for path in files)
+    found = {str(p.relative_to(root)): loads.findall(p.read_text()) for p in files}
+    assert {path: hits for path, hits in found.items() if hits} == {}
