@@ -11,6 +11,12 @@ In your conftest.py::
   jobs.testing.takt_settings) with the file watcher off; it is the
   jobs.testing module, so `takt.run_inline(job)`, `takt.tick(now)`,
   `takt.fire_times(...)`. Use it with pytest-django's `db`.
+
+Takt's built-in jobs stay in the test database as its migrations made them
+(the hourly "Takt maintenance" enabled): `tick` holds them, unless asked
+(`tick(now, builtin_jobs=True)`), so a test sees its own jobs' runs, in a
+pytest-django suite, a Django TestCase or a project that sets up its test
+database itself.
 """
 
 from __future__ import annotations

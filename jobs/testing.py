@@ -17,7 +17,9 @@
 * `fire_times` gives a job's, a trigger's or a cron expression's next fire
   times, as ISO strings in the trigger's zone (or datetimes).
 * `tick` is one beat tick at a frozen `now`: the runs it records (queued for
-  a worker, or run inline with `run=True`).
+  a worker, or run inline with `run=True`); every call a whole tick at
+  `now`, whatever the real clock did, with Takt's built-in jobs ("Takt
+  maintenance") held unless `builtin_jobs=True`.
 * `private_redis` starts a redis-server of the test's own (no persistence,
   a free port) and `takt_settings` points Takt at it, so a test never
   touches the Redis of `make run` or production. jobs.pytest_plugin has
@@ -43,17 +45,19 @@ from typing import Any
 import redis
 from celery import current_app
 from django.conf import settings
+from django.db.models import Q
 from django.test.utils import override_settings
 from django.utils import timezone as dj_timezone
 from kombu import pools as kombu_pools
 
 from jobs.core import triggers as core
 from jobs.models import Job, Trigger
+from jobs.registry import BUILTIN_KEY_PREFIX
 from jobs.specs import trigger_spec
 from runs.execution import execute
 from runs.models import Run, RunStatus
 from runs.services import create_run
-from runs.tick import run_tick
+from runs.tick import reset_periodic_passes, run_tick
 
 Moment = datetime | str
 
@@ -147,13 +151,23 @@ def run_inline(
     return Run.objects.get(pk=run.pk)
 
 
-def tick(now: Moment, *, run: bool = False) -> list[Run]:
+def tick(now: Moment, *, run: bool = False, builtin_jobs: bool = False) -> list[Run]:
     """One beat tick with its clock frozen at `now`: the runs it records for
     the fire times due then (in the order recorded). `run=True` runs the
-    queued ones inline (at `now`) and returns them reloaded."""
+    queued ones inline (at `now`) and returns them reloaded.
+
+    Each call is a whole tick at `now`, whatever the real clock did since
+    the one before: the beat's periodic passes (lifting the pauses that ran
+    out, the lost-run check, ...), which a beat runs at most every few
+    seconds, all run (runs.tick.reset_periodic_passes). Takt's built-in
+    jobs (builtin_job_ids: the hourly "Takt maintenance") are held, their
+    fire times staying due, unless `builtin_jobs=True`: a test sees the
+    runs of its own jobs only."""
     moment = _moment(now)
+    held = frozenset() if builtin_jobs else builtin_job_ids()
     last = Run.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-    run_tick(now=moment)
+    reset_periodic_passes()
+    run_tick(now=moment, hold_jobs=held)
     runs = list(Run.objects.filter(pk__gt=last).order_by("pk"))
     if not run:
         return runs
@@ -161,6 +175,17 @@ def tick(now: Moment, *, run: bool = False) -> list[Run]:
         if recorded.status == RunStatus.QUEUED:
             execute(recorded.pk, worker="takt-testing", clock=lambda: moment)
     return list(Run.objects.filter(pk__in=[r.pk for r in runs]).order_by("pk"))
+
+
+def builtin_job_ids() -> frozenset[int]:
+    """The ids of Takt's built-in jobs, which its migrations make and which
+    the sync of jobs declared in code leaves alone (jobs.declared): the
+    code-managed jobs without a key ("Takt maintenance", enabled, hourly)
+    or with a key starting with "takt." ("Takt operations", never
+    scheduled). The disabled "Hello world" is not one: it is an example
+    to enable."""
+    builtin = Q(key__isnull=True) | Q(key__startswith=BUILTIN_KEY_PREFIX)
+    return frozenset(Job.objects.filter(builtin, code_managed=True).values_list("pk", flat=True))
 
 
 # --- Redis of the test's own -------------------------------------------------------

@@ -32,9 +32,11 @@ from scheduler_project.connections import statement_cursor
 log = logging.getLogger("takt.beat")
 
 
-def run_tick(*, now: datetime) -> float:
+def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float:
     """Dispatch everything due at `now`, publish it, sweep the outbox.
-    Returns the seconds until the next known fire time (for the sleep)."""
+    The due fire times of `hold_jobs` stay due (jobs.testing.tick holds
+    Takt's built-in jobs). Returns the seconds until the next known fire
+    time (for the sleep)."""
     # One statement first: the next fire time from the partial index, the
     # queue switches and whether the outbox holds a due run never sent. An
     # idle tick takes no lock, opens no transaction (on SQLite, no write lock
@@ -46,17 +48,17 @@ def run_tick(*, now: datetime) -> float:
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
         if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
-            _claim_allowed_while_paused(now=now, maintenance=maintenance)
+            _claim_allowed_while_paused(now=now, maintenance=maintenance, defer_jobs=hold_jobs)
         _resume_due_jobs(now=now)  # a pause with an end resumes by itself
         return float(settings.TAKT_POLL_SECONDS)
     claimed = False
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
         wait = float(settings.TAKT_POLL_SECONDS)
     elif wait <= 0:
-        _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs)
+        _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs | hold_jobs)
         claimed = True
         wait = seconds_until_next_fire(now=timezone.now())
-        if waiting_jobs:  # their fire times stay due: look again at the next poll
+        if waiting_jobs or hold_jobs:  # their fire times stay due: look again at the next poll
             wait = max(wait, float(settings.TAKT_POLL_SECONDS))
     if unpublished or claimed:  # the claim may have left some: the sweep looks
         sweep_unpublished(now=now, known=unpublished)
@@ -121,7 +123,9 @@ _allowed_at = float("-inf")
 ALLOWED_EVERY_S = 5.0
 
 
-def _claim_allowed_while_paused(*, now: datetime, maintenance: bool) -> None:
+def _claim_allowed_while_paused(
+    *, now: datetime, maintenance: bool, defer_jobs: frozenset[int] = frozenset()
+) -> None:
     """While the queue is paused, the jobs on the maintenance allow-list
     still start (F-29: "resume the queue" must be able to), every
     ALLOWED_EVERY_S: the other due triggers stay due, and looking through
@@ -132,7 +136,7 @@ def _claim_allowed_while_paused(*, now: datetime, maintenance: bool) -> None:
     if not allowed or time.monotonic() - _allowed_at < ALLOWED_EVERY_S:
         return
     _allowed_at = time.monotonic()
-    _claim(now=now, maintenance=maintenance, only_targets=allowed)
+    _claim(now=now, maintenance=maintenance, only_targets=allowed, defer_jobs=defer_jobs)
 
 
 _resumed_at = float("-inf")
@@ -286,6 +290,20 @@ def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
         _mirrored_at, _mirrored = time.monotonic(), state
     except Exception:
         log.exception("could not write the queue switches to Redis")
+
+
+def reset_periodic_passes() -> None:
+    """Make the next tick run every periodic pass, as the first tick of a
+    beat process does: the lost-run check, lifting the pauses that ran out,
+    the resend of lost messages, the mirror of the queue switches and,
+    while the queue is paused, the allow-list's claim. A beat runs each
+    of them at most every so many seconds of its monotonic clock (the cost
+    of an idle tick); jobs.testing.tick calls this so that a tick at an
+    injected `now` does what is due then, however little real time passed
+    since the tick before it. A beat never calls it."""
+    global _allowed_at, _resumed_at, _lost_checked_at, _resent_at, _mirrored_at
+
+    _allowed_at = _resumed_at = _lost_checked_at = _resent_at = _mirrored_at = float("-inf")
 
 
 def seconds_until_next_fire(*, now: datetime) -> float:

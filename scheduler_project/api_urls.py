@@ -8,10 +8,10 @@ from importlib import import_module
 from typing import Any
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 import jobs.api.auth  # noqa: F401, E402  (its schema extension describes API tokens)
+from jobs.api.schema import TaktSchemaView, TaktSwaggerView
 
 APPS_WITH_ROUTES = (
     "jobs.api.views",
@@ -35,8 +35,8 @@ for module_name in APPS_WITH_ROUTES:
     extra += import_module(module_name).register(router)
 
 urlpatterns = [
-    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("schema", TaktSchemaView.as_view(), name="api-schema"),
+    path("docs", TaktSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     *extra,
     path("", include(router.urls)),
 ]

@@ -251,7 +251,10 @@ CELERY_TIMEZONE = "UTC"
 _takt = takt_settings()
 globals().update(_takt)
 
-# The REST API (F-41): the admin's session (with CSRF) or an API token.
+# The REST API (F-41): the admin's session (with CSRF) or an API token. Its
+# views bring these themselves (jobs.api.base), and its schema and Swagger
+# UI their drf-spectacular settings (jobs.api.schema): no DEFAULT_SCHEMA_CLASS
+# here, as in a project that embeds Takt (docs/embedding.md).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "jobs.api.auth.ApiTokenAuthentication",
@@ -261,10 +264,12 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# For `manage.py spectacular` and drf-spectacular's deploy check; the
+# served schema has the same from jobs.api.schema.SCHEMA_SETTINGS (a test
+# checks they agree).
 SPECTACULAR_SETTINGS = {
     "TITLE": "Takt API",
     "DESCRIPTION": "Jobs, triggers, runs, the queue, heartbeats and alerts of a Takt installation.",

@@ -27,7 +27,6 @@ from django.views.decorators.csrf import csrf_exempt
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import (
     OpenApiResponse,
-    extend_schema,
     extend_schema_field,
     extend_schema_view,
 )
@@ -41,7 +40,7 @@ from heartbeats.api.ping import ping_view
 from heartbeats.core.pings import PROCESS_PREFIXES
 from heartbeats.core.status import compute_deadline_at, operations_label
 from heartbeats.models import STATE_CHOICES, Alert, AlertSeverity, Heartbeat
-from jobs.api.base import TaktApi
+from jobs.api.base import TaktApi, extend_schema
 
 KIND_CHOICES = [
     ("job", "A job's heartbeat"),

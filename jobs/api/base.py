@@ -2,17 +2,20 @@
 REST_FRAMEWORK settings say: in a project that embeds Takt
 (docs/embedding.md) its API keeps its own authentication (API tokens, the
 admin's session), permissions (the models' permissions), filters,
-pagination (100 a page, at most TAKT_API_MAX_PAGE_SIZE) and error format."""
+pagination (100 a page, at most TAKT_API_MAX_PAGE_SIZE), error format and
+schema class (drf-spectacular's AutoSchema, also under `extend_schema`)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.utils.translation import gettext as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import extend_schema as spectacular_extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
@@ -134,3 +137,29 @@ class TaktApi:
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def extend_schema(**kwargs: Any) -> Callable[[F], F]:
+    """drf-spectacular's `extend_schema`, on drf-spectacular's AutoSchema
+    whatever the project's REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] says.
+
+    On a view's method, drf-spectacular's decorator builds the method's
+    schema class, when the module is imported, on the method's previous
+    annotation or else on DEFAULT_SCHEMA_CLASS: DRF's own AutoSchema
+    unless the project names drf-spectacular's, and on it the served schema
+    fails (a 500: the two classes' get_operation differ). A method without
+    an annotation is given AutoSchema as its previous one first. Takt's
+    API modules use this one, never drf-spectacular's."""
+    decorate = spectacular_extend_schema(**kwargs)
+
+    def decorator(f: F) -> F:
+        if not isinstance(f, type) and getattr(f, "schema", None) is None:
+            if not hasattr(f, "kwargs"):  # @action's own kwargs stay the same dict
+                f.kwargs = {}  # type: ignore[attr-defined]
+            f.kwargs.setdefault("schema", AutoSchema)  # type: ignore[attr-defined]
+        return decorate(f)
+
+    return decorator

@@ -32,7 +32,6 @@ from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import (
     OpenApiResponse,
-    extend_schema,
     extend_schema_field,
     extend_schema_view,
     inline_serializer,
@@ -42,7 +41,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import APIException
 
 from jobs.api.auth import caller
-from jobs.api.base import TaktApi
+from jobs.api.base import TaktApi, extend_schema
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
 from jobs.serializers import ModelRulesSerializer
 from runs.slots import group_key, slot_holders  # the API is glue over all apps

@@ -13,14 +13,14 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs.api.base import TaktApi
+from jobs.api.base import TaktApi, extend_schema
 from jobs.definitions import django_errors
 from jobs.preview import MAX_COUNT, preview_trigger
 from jobs.serializers import TriggerSerializer

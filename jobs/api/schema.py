@@ -1,13 +1,115 @@
-"""The served schema's error answers: drf-spectacular documents success
-bodies only, so this post-processing hook adds the refusals every operation
-can answer with (see jobs.api.errors): 400 where the request has a body or
-query parameters, 401 and 403 everywhere, 404 on paths with an id, 409
-where the queue switches refuse a run. Operations that document their own
-answer for a status keep it."""
+"""The served schema (api/v1/schema) and its Swagger UI (api/v1/docs), the
+same in Takt's own project and in one that embeds it (docs/embedding.md),
+whatever the project's REST_FRAMEWORK and SPECTACULAR_SETTINGS say:
+
+* the schema view carries Takt's schema settings (SCHEMA_SETTINGS: title,
+  enum names, the error answers) and describes Takt's API views only
+  (TaktSchemaGenerator), wherever the project mounts them, never the
+  project's own;
+* Takt's API views and their `extend_schema` methods use drf-spectacular's
+  AutoSchema themselves (jobs.api.base), with or without the project's
+  DEFAULT_SCHEMA_CLASS;
+* the Swagger UI's files come from drf-spectacular-sidecar, served as the
+  project's static files, never from a CDN.
+
+`add_error_responses`: drf-spectacular documents success bodies only, so
+this post-processing hook adds the refusals every operation can answer
+with (see jobs.api.errors): 400 where the request has a body or query
+parameters, 401 and 403 everywhere, 404 on paths with an id, 409 where the
+queue switches refuse a run. Operations that document their own answer for
+a status keep it."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.templatetags.static import static
+from drf_spectacular import plumbing
+from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+
+from jobs.api.base import TaktApi
+
+# drf-spectacular's settings for Takt's schema (scheduler_project/settings.py
+# has the same as SPECTACULAR_SETTINGS, for `manage.py spectacular`).
+SCHEMA_SETTINGS: dict[str, Any] = {
+    "TITLE": "Takt API",
+    "DESCRIPTION": "Jobs, triggers, runs, the queue, heartbeats and alerts of a Takt installation.",
+    "VERSION": "1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "JobKindEnum": "jobs.policies.JobKind",
+        "TriggerKindEnum": "jobs.policies.TriggerKind",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "jobs.api.schema.add_error_responses",
+    ],
+}
+SWAGGER_UI = "drf_spectacular_sidecar/swagger-ui-dist"
+
+
+class TaktEndpoints(EndpointEnumerator):
+    """Takt's API views (TaktApi), not the project's."""
+
+    def should_include_endpoint(self, path: str, callback: Any) -> bool:
+        view = getattr(callback, "cls", None)
+        return (
+            isinstance(view, type)
+            and issubclass(view, TaktApi)
+            and bool(super().should_include_endpoint(path, callback))
+        )
+
+
+class TaktSchemaGenerator(SchemaGenerator):
+    endpoint_inspector_cls = TaktEndpoints
+
+    def get_schema(self, request: Any = None, public: bool = False) -> Any:
+        _forget_enum_names()
+        try:
+            return super().get_schema(request=request, public=public)
+        finally:
+            _forget_enum_names()
+
+
+def _forget_enum_names() -> None:
+    """drf-spectacular keeps the ENUM_NAME_OVERRIDES it loaded for the
+    process (per language): neither Takt's nor the project's may be left
+    for the other's schema."""
+    loaded = getattr(plumbing, "_load_enum_name_overrides", None)
+    if loaded is not None:
+        loaded.cache_clear()
+
+
+class TaktSchemaView(SpectacularAPIView):
+    """api/v1/schema: public, as Takt's API's own authentication reads it."""
+
+    authentication_classes = TaktApi.authentication_classes
+    permission_classes = [AllowAny]
+    generator_class = TaktSchemaGenerator
+    serve_public = True
+    urlconf = None  # the project's: Takt's paths under the project's prefix
+    custom_settings = SCHEMA_SETTINGS
+    schema = None  # not an operation of any schema
+
+
+class TaktSwaggerView(SpectacularSwaggerView):
+    """api/v1/docs: Swagger UI on the schema, its files drf-spectacular-sidecar's."""
+
+    authentication_classes = TaktApi.authentication_classes
+    permission_classes = [AllowAny]
+    title = SCHEMA_SETTINGS["TITLE"]
+    schema = None
+
+    @staticmethod
+    def _swagger_ui_resource(filename: str) -> str:
+        return static(f"{SWAGGER_UI}/{filename}")
+
+    @staticmethod
+    def _swagger_ui_favicon() -> str:
+        return static(f"{SWAGGER_UI}/favicon-32x32.png")
+
 
 ERROR = {
     "type": "object",

@@ -11,7 +11,7 @@ from django.db.models import Min, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from heartbeats.queue_status import queue_status
 from jobs import capabilities, services
 from jobs.api.auth import caller, is_user, job_token
-from jobs.api.base import TaktApi
+from jobs.api.base import TaktApi, extend_schema
 from jobs.api.preview import SchedulePreviewView
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.api.auth import is_user, job_token
-from jobs.api.base import CappedCountPagination, TaktApi
+from jobs.api.base import CappedCountPagination, TaktApi, extend_schema
 from jobs.policies import ApiTriggerPermission
 from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from runs.models import Run, RunStatus, RunTrigger

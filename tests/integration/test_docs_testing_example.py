@@ -88,14 +88,41 @@ def test_takt_uses_a_redis_of_the_tests_own(takt, takt_redis_url):
 
 # --- not part of the guide ---------------------------------------------------------
 
+import re  # noqa: E402
+
+from tests.fresh_project import make_project, python  # noqa: E402
+
 GUIDE = settings.BASE_DIR / "docs" / "testing-your-jobs.md"
 THIS_FILE = settings.BASE_DIR / "tests" / "integration" / "test_docs_testing_example.py"
 
 
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+
+
 def test_this_file_is_the_guides_example():
     """docs/testing-your-jobs.md shows this file, to the line above."""
-    text = GUIDE.read_text(encoding="utf-8")
-    start = text.index('```python\n"""test_nightly_report.py') + len("```python\n")
-    shown = text[start : text.index("```", start)]
+    (shown,) = [b for b in _python_blocks(GUIDE.read_text()) if b.startswith('"""test_nightly')]
     own = THIS_FILE.read_text(encoding="utf-8")
     assert own.startswith(shown) and own[len(shown) :].startswith("\n\n# --- not part")
+
+
+@pytest.mark.timeout(300)
+def test_the_guides_example_passes_in_a_fresh_project(tmp_path):
+    """The guide's conftest.py and example, as a user copies them into a
+    project made by startproject with Takt's apps (tests/fresh_project.py),
+    run with pytest there: every test of the example passes, without
+    Takt's own suite around it (its conftest switches off the built-in
+    maintenance job, its settings are Takt's own project's)."""
+    blocks = _python_blocks(GUIDE.read_text())
+    (conftest,) = [b for b in blocks if b.startswith("# conftest.py")]
+    (example,) = [b for b in blocks if b.startswith('"""test_nightly_report.py')]
+    site = make_project(tmp_path / "mysite")
+    (site / "conftest.py").write_text(conftest)
+    (site / "test_nightly_report.py").write_text(example)
+    (site / "pytest.ini").write_text("[pytest]\nDJANGO_SETTINGS_MODULE = mysite.settings\n")
+
+    out = python(site, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", timeout_s=240)
+
+    count = len(re.findall(r"^def test_", example, flags=re.MULTILINE))
+    assert re.search(rf"^{count} passed in ", out, flags=re.MULTILINE), out

@@ -4,13 +4,14 @@ run inline at a frozen time, fire times asserted, a beat tick frozen."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
 
 from jobs.core.cron import TriggerError
 from jobs.models import Job, Trigger
+from jobs.services import pause_job
 from jobs.testing import fire_times, run_inline
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +75,40 @@ def test_a_frozen_tick_records_the_runs_due_then(takt):
     assert (ran.status, ran.trigger, ran.scheduled_for) == ("succeeded", "schedule", first)
     assert (queued.status, queued.scheduled_for) == ("queued", second)
     assert takt.tick(second) == []  # that fire time is taken
+
+
+def test_a_tick_lifts_a_pause_that_ran_out_then_however_soon_after_the_last(takt):
+    """A beat lifts pauses at most every 10 s of its monotonic clock; a
+    frozen tick at `now` is a whole tick then, whatever real time passed
+    since the last one (here: none to speak of)."""
+    job = Job.objects.create(name="paused", target="tests.echo")
+    until = T0 + timedelta(hours=1)
+    assert pause_job(job.pk, note="deploy", by="tests", now=T0, until=until)
+
+    takt.tick(until - timedelta(seconds=1))
+    assert Job.objects.get(pk=job.pk).paused  # a second early: still paused
+    takt.tick(until)
+
+    assert not Job.objects.get(pk=job.pk).paused
+
+
+def test_a_tick_holds_takts_builtin_jobs_unless_asked(takt):
+    """The migrations make "Takt maintenance", enabled and hourly: in a
+    user's test database its trigger is active (Takt's own suite switches
+    it off, tests/conftest.py). A tick records the user's jobs only."""
+    job = Job.objects.create(name="hourly", target="tests.echo")
+    Trigger.objects.create(job=job, kind="cron", cron_expression="7 * * * *", timezone="UTC")
+    due = job.triggers.get().next_run_at
+    # As migrated (active), due at the same time as the job.
+    Trigger.objects.filter(job__target="takt.maintenance").update(active=True, next_run_at=due)
+
+    (mine,) = takt.tick(due)
+    (builtin,) = takt.tick(due, builtin_jobs=True)  # held until asked for, still due
+
+    assert mine.job_id == job.pk
+    assert builtin.job.target == "takt.maintenance"
+    assert set(takt.builtin_job_ids()) == set(
+        Job.objects.filter(target__in=["takt.maintenance", "takt.operation"]).values_list(
+            "pk", flat=True
+        )
+    )
