@@ -15,6 +15,10 @@
 4. The run is inserted in the same transaction; the unique key
    (job, scheduled_for) is the last line of defence, so a race that got past
    step 3 still cannot create a second run for one fire time.
+   An interval anchored on a run's start or finish waits (next_run_at
+   NULL) for its run to set the next time; when the claim makes no run
+   that will start (condition not met, refused in maintenance, skipped by
+   the overlap policy) it fires next an interval after now instead.
 The common case goes in bulk: one batched UPDATE statement advances every
 trigger of the batch (each row still guarded by its old next_run_at) and
 one INSERT writes the runs. Should either find a row that moved or a fire time that
@@ -34,7 +38,13 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from jobs.core.missed import Claim, MissedRunPolicy, PlannedRun, compute_claim
+from jobs.core.missed import (
+    Claim,
+    MissedRunPolicy,
+    PlannedRun,
+    compute_claim,
+    compute_next_without_run,
+)
 from jobs.core.rules import Overlap
 from jobs.core.triggers import compute_jitter
 from jobs.models import QueueState, ResultVariable, Trigger
@@ -270,6 +280,32 @@ def _note_unmet(trigger: Trigger, unmet: str, *, now: datetime) -> None:
     record([Decision("condition_not_met", trigger.job_id, None, trigger.pk, unmet, now)])
 
 
+def _gets_no_run(claim: Claim, runs: list[Run]) -> bool:
+    """Whether a claim that left next_run_at for a run to set (an interval
+    anchored on a run's start or finish) made no run that will start: it
+    made none (condition not met) or only `skipped` ones (maintenance,
+    overlap). Then no run's start or end will set it."""
+    if claim.next_run_at is not None or not claim.runs:
+        return False
+    return all(run.status == RunStatus.SKIPPED for run in runs)
+
+
+def _reschedule(trigger: Trigger, *, now: datetime, result: ClaimResult) -> None:
+    """Defect 1 of issue 27: the fire time counts as a run that started and
+    ended at `now` (jobs.core.missed.compute_next_without_run), so the
+    trigger fires again instead of waiting for good. Guarded by NULL: a run
+    that set it meanwhile wins."""
+    nxt = compute_next_without_run(trigger_spec(trigger), now=now)
+    if nxt is None:
+        return
+    Trigger.objects.filter(pk=trigger.pk, next_run_at__isnull=True).update(next_run_at=nxt)
+    detail = (
+        f"no run starts for this fire time: the interval ({trigger.interval_anchor})"
+        f" counts from now and fires next at {nxt.isoformat()}"
+    )
+    result.decisions.append(Decision("rescheduled", trigger.job_id, None, trigger.pk, detail, now))
+
+
 def _jitter(trigger: Trigger, fire: datetime) -> timedelta:
     """F-18: a delay of up to jitter_seconds, the same in every beat."""
     limit = getattr(trigger, "jitter_seconds", 0) or 0
@@ -401,9 +437,12 @@ def _claim_in_bulk(
             maintenance=maintenance,
             triggers=triggers,
         )
-        runs = []
+        runs, unrun = [], []
         for trigger, claim in zip(triggers, claims, strict=True):
-            runs += _runs_for(trigger, claim, now=now, load=load)
+            made = _runs_for(trigger, claim, now=now, load=load)
+            runs += made
+            if _gets_no_run(claim, made):
+                unrun.append(trigger)
         try:
             with transaction.atomic():
                 insert_runs(runs)
@@ -411,6 +450,8 @@ def _claim_in_bulk(
             raise _RowByRow from None
         for run in runs:
             _collect(run, result, now=now)
+        for trigger in unrun:
+            _reschedule(trigger, now=now, result=result)
     return result
 
 
@@ -443,7 +484,10 @@ def _claim_one(
     if won != 1:
         result.lost_races += 1
         return
-    for run in _runs_for(trigger, claim, now=now, load=load):
+    runs = _runs_for(trigger, claim, now=now, load=load)
+    if _gets_no_run(claim, runs):
+        _reschedule(trigger, now=now, result=result)
+    for run in runs:
         try:
             with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
                 run.save(force_insert=True)
