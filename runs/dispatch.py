@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
@@ -46,9 +46,8 @@ from jobs.core.missed import (
     compute_next_without_run,
 )
 from jobs.core.rules import Overlap
-from jobs.core.triggers import compute_jitter
 from jobs.models import QueueState, ResultVariable, Trigger
-from jobs.specs import allowed_in_maintenance, missed_run_rules, trigger_spec
+from jobs.specs import allowed_in_maintenance, fire_time_key, missed_run_rules, trigger_spec
 from runs.core.admission import Admission
 from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.core.start import condition_met, condition_text
@@ -237,7 +236,7 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
         return []
     _UNMET.pop(trigger.job_id, None)
     for planned in claim.runs:
-        due_at = planned.scheduled_for + _jitter(trigger, planned.scheduled_for)
+        due_at = fire_time_key(trigger, planned.scheduled_for)
         if due_at > now:
             admitted = (Admission.QUEUE, "")  # admitted when it starts (like run_at)
         elif first is None:
@@ -306,12 +305,6 @@ def _reschedule(trigger: Trigger, *, now: datetime, result: ClaimResult) -> None
     result.decisions.append(Decision("rescheduled", trigger.job_id, None, trigger.pk, detail, now))
 
 
-def _jitter(trigger: Trigger, fire: datetime) -> timedelta:
-    """F-18: a delay of up to jitter_seconds, the same in every beat."""
-    limit = getattr(trigger, "jitter_seconds", 0) or 0
-    return compute_jitter(f"trigger:{trigger.pk}", fire, limit) if limit else timedelta(0)
-
-
 def _new_run(
     trigger: Trigger,
     planned: PlannedRun,
@@ -321,8 +314,9 @@ def _new_run(
     admitted: tuple[Admission, str],
 ) -> Run:
     """The run for a planned fire time (unsaved), as the overlap policy
-    admitted it: queued, held, or `skipped` with the reason. With jitter its
-    scheduled_for is the fire time plus the delay (still one per fire time)."""
+    admitted it: queued, held, or `skipped` with the reason. Its
+    scheduled_for is the fire time's key (jobs.specs.fire_time_key: with
+    jitter, the fire time plus the delay; one per fire time)."""
     job = trigger.job
     admission, reason = admitted
     skipped = admission is Admission.SKIP
@@ -363,7 +357,7 @@ def _skipped_record(trigger: Trigger, claim: Claim, *, now: datetime) -> Run:
         status=RunStatus.SKIPPED,
         priority=job.priority,
         params=job.params,
-        scheduled_for=last,
+        scheduled_for=fire_time_key(trigger, last),
         enqueued_at=now,
         finished_at=now,
         message=(
