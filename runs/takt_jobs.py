@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from jobs.policies import PARENT_TARGET
 from jobs.registry import takt_job
 from runs import remote  # noqa: F401  (registers takt.remote_run)
 from runs.maintenance import run_maintenance
@@ -114,7 +115,7 @@ def resume_queue_job(job: Any) -> bool:
     return changed
 
 
-@takt_job("takt.children")
+@takt_job(PARENT_TARGET)
 def children(job: Any) -> None:
     """The target of a parent job (F-04): a parent's run runs its children,
     not its target; this one does nothing (it is never called for a job
