@@ -26,6 +26,7 @@ from runs.publish import publish_runs
 from runs.queue import lock_file_present, mirror, resume_queue_if_due
 from runs.recovery import check_lost_runs
 from runs.signals import catchup_capped
+from runs.stalled import repair_stalled_triggers
 from scheduler_project.connections import statement_cursor
 
 log = logging.getLogger("takt.beat")
@@ -42,6 +43,7 @@ def run_tick(*, now: datetime) -> float:
     maintenance = maintenance or lock_file_present()
     _mirror_pause(paused, maintenance)
     waiting_jobs = _check_lost_runs(now=now)
+    _check_stalled(now=now)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
         if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
@@ -178,6 +180,25 @@ def _check_lost_runs(*, now: datetime) -> frozenset[int]:
         log.exception("the lost-run check failed")
     _unjudged = frozenset(unjudged)
     return _unjudged
+
+
+_stalled_checked_at = float("-inf")
+STALLED_CHECK_EVERY_S = 60.0
+
+
+def _check_stalled(*, now: datetime) -> None:
+    """F-111: repair (and alert) the triggers that would never fire again
+    (runs/stalled.py, one indexed query), every STALLED_CHECK_EVERY_S. An
+    error is logged and the tick goes on."""
+    global _stalled_checked_at
+
+    if time.monotonic() - _stalled_checked_at < STALLED_CHECK_EVERY_S:
+        return
+    _stalled_checked_at = time.monotonic()
+    try:
+        repair_stalled_triggers(now=now)
+    except Exception:
+        log.exception("the stalled-schedule check failed")
 
 
 _resent_at = float("-inf")
