@@ -110,14 +110,13 @@ def needed_to_start(job: Any) -> frozenset[Capability]:
     what every job below it needs (its children, theirs, ...). The
     parent's run runs them, and a child's run never checks the starter
     again. One query per level of children."""
-    from jobs.models import Job  # jobs.models takes PERMISSIONS from here
-
     caps = set(needed_by_job(job))
     if job is None or job.pk is None:
         return frozenset(caps)
+    jobs = type(job)._default_manager  # the Job model (jobs.models imports this module)
     seen, level = {job.pk}, [job.pk]
     while level:
-        children = list(Job.objects.filter(parent_id__in=level).exclude(pk__in=seen))
+        children = list(jobs.filter(parent_id__in=level).exclude(pk__in=seen))
         level = [child.pk for child in children]
         seen.update(level)
         for child in children:
