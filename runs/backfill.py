@@ -53,7 +53,7 @@ def _keyed_fire_times(
     job: Job, *, start: datetime, end: datetime
 ) -> list[tuple[datetime, datetime]]:
     """(fire time, key) of each enabled trigger's fire times in [start, end],
-    sorted by key, one per key. Raises InvalidInput naming "start" or "end"
+    sorted, one per key. Raises InvalidInput naming "start" or "end"
     for a bad range or one of more than MAX_FIRE_TIMES fire times."""
     if start.tzinfo is None or end.tzinfo is None:
         name = "start" if start.tzinfo is None else "end"
@@ -96,7 +96,8 @@ def backfill(
     if fire_times is None:
         fire_times = sorted({fire for fire, _key in keyed})
     else:  # the times listed before (an operation's plan): only those
-        keyed = [(fire, key) for fire, key in keyed if fire in set(fire_times)]
+        listed = set(fire_times)
+        keyed = [(fire, key) for fire, key in keyed if fire in listed]
     result = BackfillResult(fire_times=fire_times)
     report = on_progress or (lambda handled, total: None)
     keys = [key for _fire, key in keyed]
