@@ -130,6 +130,23 @@ def catchup_capped(
         log.exception("the capped catch-up alert failed")
 
 
+def trigger_stalled(
+    sender: object = None, stalled: Any = None, now: Any = None, **kwargs: object
+) -> None:
+    """F-111: a trigger that would never have fired again (critical), one
+    alert per trigger."""
+    try:
+        raise_alert(
+            f"trigger-stalled:{stalled.trigger_id}",
+            severity="critical",
+            title=stalled.title,
+            message=stalled.detail,
+            now=now,
+        )
+    except Exception:
+        log.exception("the stalled-trigger alert failed")
+
+
 def connect_all() -> None:
     from celery import signals as celery_signals
 
@@ -138,6 +155,7 @@ def connect_all() -> None:
         (signals.run_started, on_run_started, "started"),
         (signals.run_running_long, on_run_running_long, "long"),
         (signals.catchup_capped, catchup_capped, "capped"),
+        (signals.trigger_stalled, trigger_stalled, "stalled"),
         (signals.beat_ticked, beat_ticked, "beat"),
         (signals.maintenance_changed, maintenance_changed, "maintenance_mode"),
         (maintenance_finished, maintenance_findings, "maintenance"),

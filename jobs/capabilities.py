@@ -18,7 +18,8 @@ capabilities are permissions of their own, on the Job model
 
 A user may create, change, delete or start (Run now, the API, a bulk run,
 a backfill) a job only while he holds every capability the job needs,
-before and after the change. A change of only the operator's fields
+before and after the change; starting a parent also needs what its
+children need (`needed_to_start`). A change of only the operator's fields
 (enabled, the pause) needs none: whoever may change jobs may switch one
 off. Superusers hold every permission; settings and code (TAKT_JOBS,
 @takt_job(schedule=…), `manage.py import_jobs`) are trusted as the shell.
@@ -101,6 +102,26 @@ def needed_by_job(job: Any) -> frozenset[Capability]:
         return frozenset()
     kinds = job.triggers.values_list("kind", flat=True)
     return needed(job.kind, job.target, kinds)
+
+
+def needed_to_start(job: Any) -> frozenset[Capability]:
+    """What starting a stored job needs (Run now, the API, RUN files, a
+    bulk run, a backfill): what it needs itself and, for a parent (F-04),
+    what every job below it needs (its children, theirs, ...). The
+    parent's run runs them, and a child's run never checks the starter
+    again. One query per level of children."""
+    caps = set(needed_by_job(job))
+    if job is None or job.pk is None:
+        return frozenset(caps)
+    jobs = type(job)._default_manager  # the Job model (jobs.models imports this module)
+    seen, level = {job.pk}, [job.pk]
+    while level:
+        children = list(jobs.filter(parent_id__in=level).exclude(pk__in=seen))
+        level = [child.pk for child in children]
+        seen.update(level)
+        for child in children:
+            caps |= needed_by_job(child)
+    return frozenset(caps)
 
 
 def needed_by_plan(plan: Any) -> frozenset[Capability]:

@@ -118,12 +118,17 @@ class IntervalAnchorChoice(models.TextChoices):
 
 
 # Targets only Takt itself starts: the admin's long operations (the built-in
-# "Takt operations" job) and a parent's children. Not offered in the admin,
-# refused through the API and RUN files.
-INTERNAL_TARGETS = frozenset({"takt.operation", "takt.children"})
+# "Takt operations" job; its runs act for whoever started them). Not
+# offered in the admin, refused through the API, RUN files and bulk runs.
+INTERNAL_TARGETS = frozenset({"takt.operation"})
+# A parent's target (F-04): it does nothing, the parent's run runs its
+# children. A parent is started like any job, from the admin, the API or a
+# RUN file (the manual's "request the main task"); starting it needs what
+# its children need (jobs.capabilities.needed_to_start).
+PARENT_TARGET = "takt.children"
 # Targets no job but a built-in one may name: the operations job's (its
 # runs act for whoever started them) and Celery's own tasks (celery.*:
-# chords, backend cleanup). A parent names takt.children, which does nothing.
+# chords, backend cleanup).
 RESERVED_TARGETS = frozenset({"takt.operation"})
 BUILTIN_KEYS = frozenset({"takt.operations"})
 

@@ -196,8 +196,10 @@ def on_run_started(job_id: int, *, started_at: datetime) -> None:
 def on_run_finished(job_id: int, *, started_at: datetime | None, finished_at: datetime) -> None:
     """A run of the job ended (in any status): `from_finish` triggers that
     wait fire next at finished_at + N. A `from_start` trigger still waiting
-    was claimed while another run was under way (its run was skipped), so it
-    gets started_at + N of the run that ended, which may already be due."""
+    (its run ended before it started: cancelled or refused while queued)
+    gets started_at + N of the run that ended, or finished_at + N. A fire
+    time the beat gave no run to start sets no trigger waiting: the claim
+    counts it as a run that started and ended then (runs/dispatch.py)."""
     _release_waiting(
         job_id,
         {

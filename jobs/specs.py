@@ -8,7 +8,7 @@ nothing. Validation is jobs/validation.py, writes jobs/services.py."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -116,6 +116,20 @@ def trigger_spec(trigger: Trigger, *, now: datetime | None = None) -> core.Trigg
             constraints,
         )
     raise ValueError(f"unknown trigger kind {trigger.kind!r}")
+
+
+def fire_time_key(trigger: Trigger, fire_at: datetime) -> datetime:
+    """F-100: the `scheduled_for` of the run that stands for `fire_at` (a
+    fire time of `trigger`, aware): the fire time plus the trigger's jitter
+    (F-18), a delay of 0..jitter_seconds computed from the trigger's id and
+    the fire time, the same in every process. The unique key (job,
+    scheduled_for) of schedule and catch-up runs holds this value, so every
+    path that makes such a run or asks whether a fire time ran (the beat's
+    claim, its `skipped` records, backfill) goes through here: one fire
+    time, one key. In UTC."""
+    limit = getattr(trigger, "jitter_seconds", 0) or 0
+    delay = core.compute_jitter(f"trigger:{trigger.pk}", fire_at, limit) if limit else timedelta(0)
+    return (fire_at + delay).astimezone(UTC)
 
 
 def trigger_weekdays(trigger: Trigger) -> frozenset[int]:

@@ -2,8 +2,11 @@
 
 1. The fire times of the job's enabled triggers in [start, end] are listed
    (at most MAX_FIRE_TIMES, else the request is refused naming `end`).
-2. A fire time that already has a run (the unique key job + scheduled_for)
-   is left alone and counted: a backfill never runs a time twice.
+2. A fire time that already has a run is left alone and counted: a
+   backfill never runs a time twice. It is looked up, and its run made,
+   by the fire time's key (jobs.specs.fire_time_key: with jitter, the fire
+   time plus the trigger's delay), the key the beat's runs carry; the
+   unique key (job, scheduled_for) refuses a second run all the same.
 3. The new runs (trigger `catchup`) are admitted in time order: the first by
    the job's overlap policy against its active runs (skipped when the
    policy says so, and then the backfill stops), the others wait behind it
@@ -24,7 +27,7 @@ from jobs.core.rules import Overlap
 from jobs.core.triggers import iter_fire_times
 from jobs.errors import InvalidInput
 from jobs.models import Job
-from jobs.specs import trigger_spec
+from jobs.specs import fire_time_key, trigger_spec
 from runs.core.admission import Admission
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit
@@ -43,23 +46,32 @@ class BackfillResult:
 
 def backfill_fire_times(job: Job, *, start: datetime, end: datetime) -> list[datetime]:
     """The job's fire times in [start, end], sorted, duplicates removed."""
+    return sorted({fire for fire, _key in _keyed_fire_times(job, start=start, end=end)})
+
+
+def _keyed_fire_times(
+    job: Job, *, start: datetime, end: datetime
+) -> list[tuple[datetime, datetime]]:
+    """(fire time, key) of each enabled trigger's fire times in [start, end],
+    sorted, one per key. Raises InvalidInput naming "start" or "end"
+    for a bad range or one of more than MAX_FIRE_TIMES fire times."""
     if start.tzinfo is None or end.tzinfo is None:
         name = "start" if start.tzinfo is None else "end"
         raise InvalidInput(name, gettext("must include a time zone"))
     if end < start:
         raise InvalidInput("end", gettext("must not be before the start"))
-    times: set[datetime] = set()
+    keyed: dict[datetime, datetime] = {}
     for trigger in job.triggers.filter(enabled=True):
         for fire in iter_fire_times(trigger_spec(trigger), after=start - timedelta(microseconds=1)):
             if fire > end:
                 break
-            times.add(fire)
-            if len(times) > MAX_FIRE_TIMES:
+            keyed.setdefault(fire_time_key(trigger, fire), fire)
+            if len(keyed) > MAX_FIRE_TIMES:
                 text = gettext(
                     "the range holds more than %(max)d fire times; backfill a shorter one"
                 )
                 raise InvalidInput("end", text % {"max": MAX_FIRE_TIMES})
-    return sorted(times)
+    return sorted((fire, key) for key, fire in keyed.items())
 
 
 def backfill(
@@ -80,17 +92,20 @@ def backfill(
     for those that already had a run, then per run created."""
     if end > now:
         raise InvalidInput("end", gettext("must not be in the future"))
+    keyed = _keyed_fire_times(job, start=start, end=end)
     if fire_times is None:
-        fire_times = backfill_fire_times(job, start=start, end=end)
+        fire_times = sorted({fire for fire, _key in keyed})
+    else:  # the times listed before (an operation's plan): only those
+        listed = set(fire_times)
+        keyed = [(fire, key) for fire, key in keyed if fire in listed]
     result = BackfillResult(fire_times=fire_times)
     report = on_progress or (lambda handled, total: None)
+    keys = [key for _fire, key in keyed]
     done = set(
-        Run.objects.filter(job=job, scheduled_for__in=result.fire_times).values_list(
-            "scheduled_for", flat=True
-        )
+        Run.objects.filter(job=job, scheduled_for__in=keys).values_list("scheduled_for", flat=True)
     )
-    todo = [t for t in result.fire_times if t not in done]
-    result.already_ran = len(result.fire_times) - len(todo)
+    todo = sorted(key for key in keys if key not in done)
+    result.already_ran = len(keys) - len(todo)
     report(result.already_ran, len(fire_times))
     if dry_run or not todo:
         return result
@@ -111,7 +126,7 @@ def backfill(
                 held=free <= 0,
                 priority=job.priority,
                 params=job.params,
-                scheduled_for=fire,
+                scheduled_for=fire,  # the fire time's key
                 enqueued_at=now,
                 message="backfill",
             )
@@ -123,8 +138,9 @@ def backfill(
             else:
                 result.created.append(run.pk)
                 if not run.held:
-                    to_send.append(run)
                     free -= 1
+                    if run.scheduled_for <= now:  # else the outbox sweep sends it then
+                        to_send.append(run)
             report(result.already_ran + len(result.created), len(fire_times))
         publish_after_commit(list(to_send))
     return result

@@ -15,6 +15,12 @@ runs/execution.py, runs/cancel.py, runs/delivery.py):
   (buffer policies: "schedule run for <time>"), or a worker put it back
   because the queue is paused ("the queue is paused");
 * `catchup_capped`: a `run_all` catch-up left missed fire times out (how many);
+* `stalled`: a trigger that can still fire had no next fire time and no
+  run to set one; repaired (runs/stalled.py): "trigger #7 (every hour) of
+  job #3 had no next fire time ...; repaired: it fires next at <time>";
+* `rescheduled`: an interval anchored on a run's start or finish got no
+  run that will start for its fire time (refused, skipped, condition not
+  met): it counts from now ("... fires next at <time>");
 * `lock_skip`, `lock_hold`, `lock_take_over`: the worker found the job's
   lock taken and did what the overlap policy says;
 * `start`: a run passed every check and starts ("<trigger> run"), written

@@ -15,6 +15,10 @@
 4. The run is inserted in the same transaction; the unique key
    (job, scheduled_for) is the last line of defence, so a race that got past
    step 3 still cannot create a second run for one fire time.
+   An interval anchored on a run's start or finish waits (next_run_at
+   NULL) for its run to set the next time; when the claim makes no run
+   that will start (condition not met, refused in maintenance, skipped by
+   the overlap policy) it fires next an interval after now instead.
 The common case goes in bulk: one batched UPDATE statement advances every
 trigger of the batch (each row still guarded by its old next_run_at) and
 one INSERT writes the runs. Should either find a row that moved or a fire time that
@@ -30,15 +34,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
-from jobs.core.missed import Claim, MissedRunPolicy, PlannedRun, compute_claim
+from jobs.core.missed import (
+    Claim,
+    MissedRunPolicy,
+    PlannedRun,
+    compute_claim,
+    compute_next_without_run,
+)
 from jobs.core.rules import Overlap
-from jobs.core.triggers import compute_jitter
 from jobs.models import QueueState, ResultVariable, Trigger
-from jobs.specs import allowed_in_maintenance, missed_run_rules, trigger_spec
+from jobs.specs import allowed_in_maintenance, fire_time_key, missed_run_rules, trigger_spec
 from runs.core.admission import Admission
 from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.core.start import condition_met, condition_text
@@ -227,7 +236,7 @@ def _runs_for(trigger: Trigger, claim: Claim, *, now: datetime, load: _Load) -> 
         return []
     _UNMET.pop(trigger.job_id, None)
     for planned in claim.runs:
-        due_at = planned.scheduled_for + _jitter(trigger, planned.scheduled_for)
+        due_at = fire_time_key(trigger, planned.scheduled_for)
         if due_at > now:
             admitted = (Admission.QUEUE, "")  # admitted when it starts (like run_at)
         elif first is None:
@@ -270,10 +279,30 @@ def _note_unmet(trigger: Trigger, unmet: str, *, now: datetime) -> None:
     record([Decision("condition_not_met", trigger.job_id, None, trigger.pk, unmet, now)])
 
 
-def _jitter(trigger: Trigger, fire: datetime) -> timedelta:
-    """F-18: a delay of up to jitter_seconds, the same in every beat."""
-    limit = getattr(trigger, "jitter_seconds", 0) or 0
-    return compute_jitter(f"trigger:{trigger.pk}", fire, limit) if limit else timedelta(0)
+def _gets_no_run(claim: Claim, runs: list[Run]) -> bool:
+    """Whether a claim that left next_run_at for a run to set (an interval
+    anchored on a run's start or finish) made no run that will start: it
+    made none (condition not met) or only `skipped` ones (maintenance,
+    overlap). Then no run's start or end will set it."""
+    if claim.next_run_at is not None or not claim.runs:
+        return False
+    return all(run.status == RunStatus.SKIPPED for run in runs)
+
+
+def _reschedule(trigger: Trigger, *, now: datetime, result: ClaimResult) -> None:
+    """Defect 1 of issue 27: the fire time counts as a run that started and
+    ended at `now` (jobs.core.missed.compute_next_without_run), so the
+    trigger fires again instead of waiting for good. Guarded by NULL: a run
+    that set it meanwhile wins."""
+    nxt = compute_next_without_run(trigger_spec(trigger), now=now)
+    if nxt is None:
+        return
+    Trigger.objects.filter(pk=trigger.pk, next_run_at__isnull=True).update(next_run_at=nxt)
+    detail = (
+        f"no run starts for this fire time: the interval ({trigger.interval_anchor})"
+        f" counts from now and fires next at {nxt.isoformat()}"
+    )
+    result.decisions.append(Decision("rescheduled", trigger.job_id, None, trigger.pk, detail, now))
 
 
 def _new_run(
@@ -285,8 +314,9 @@ def _new_run(
     admitted: tuple[Admission, str],
 ) -> Run:
     """The run for a planned fire time (unsaved), as the overlap policy
-    admitted it: queued, held, or `skipped` with the reason. With jitter its
-    scheduled_for is the fire time plus the delay (still one per fire time)."""
+    admitted it: queued, held, or `skipped` with the reason. Its
+    scheduled_for is the fire time's key (jobs.specs.fire_time_key: with
+    jitter, the fire time plus the delay; one per fire time)."""
     job = trigger.job
     admission, reason = admitted
     skipped = admission is Admission.SKIP
@@ -327,7 +357,7 @@ def _skipped_record(trigger: Trigger, claim: Claim, *, now: datetime) -> Run:
         status=RunStatus.SKIPPED,
         priority=job.priority,
         params=job.params,
-        scheduled_for=last,
+        scheduled_for=fire_time_key(trigger, last),
         enqueued_at=now,
         finished_at=now,
         message=(
@@ -401,9 +431,12 @@ def _claim_in_bulk(
             maintenance=maintenance,
             triggers=triggers,
         )
-        runs = []
+        runs, unrun = [], []
         for trigger, claim in zip(triggers, claims, strict=True):
-            runs += _runs_for(trigger, claim, now=now, load=load)
+            made = _runs_for(trigger, claim, now=now, load=load)
+            runs += made
+            if _gets_no_run(claim, made):
+                unrun.append(trigger)
         try:
             with transaction.atomic():
                 insert_runs(runs)
@@ -411,6 +444,8 @@ def _claim_in_bulk(
             raise _RowByRow from None
         for run in runs:
             _collect(run, result, now=now)
+        for trigger in unrun:
+            _reschedule(trigger, now=now, result=result)
     return result
 
 
@@ -443,7 +478,10 @@ def _claim_one(
     if won != 1:
         result.lost_races += 1
         return
-    for run in _runs_for(trigger, claim, now=now, load=load):
+    runs = _runs_for(trigger, claim, now=now, load=load)
+    if _gets_no_run(claim, runs):
+        _reschedule(trigger, now=now, result=result)
+    for run in runs:
         try:
             with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
                 run.save(force_insert=True)

@@ -10,7 +10,10 @@ Sections, in this order (the names are those of ``--only``):
   TAKT_EXPIRE_AFTER_DAYS (7) are failed without being run (F-71; ditto);
 - ``cleanup``: finished runs past TAKT_RETENTION_DAYS (14) are deleted in
   audited batches (F-52, F-72; runs/cleanup.py);
-- ``checks``: findings only, nothing changes (F-73).
+- ``checks``: findings only, nothing changes (F-73);
+- ``schedules``: triggers that will never fire again (no next fire time
+  and no run to set one) are repaired, each with a critical alert and a
+  decision (F-111; runs/stalled.py, which every beat also runs).
 
 Each section runs on its own: one that raises is reported ("Cleanup 'runs'
 failed: …", a warning finding) and the next one runs. Other apps add sections with `register_section` and raise
@@ -32,7 +35,7 @@ from django.db.models import F, Max, Q
 from django.dispatch import Signal
 
 from jobs.models import Job
-from runs import cleanup, recovery
+from runs import cleanup, recovery, stalled
 from runs.models import Run, RunStatus
 from runs.progress import ProgressCallback, Steps
 
@@ -78,6 +81,7 @@ class SectionResult:
     counts: Counter[str] = field(default_factory=Counter)
     findings: list[Finding] = field(default_factory=list)
     error: str = ""
+    named: list[str] = field(default_factory=list)  # what its line names
 
     @property
     def failure(self) -> Finding | None:
@@ -375,6 +379,30 @@ def _describe_checks(result: SectionResult) -> str:
     return ", ".join(f"{n} {s}" for s, n in by_severity.items() if n)
 
 
+# --- schedules that stopped (F-111; runs/stalled.py) -------------------------
+
+
+def _schedules(result: SectionResult, args: Pass) -> None:
+    """The alerts come from runs.stalled (the trigger_stalled signal), as
+    when a beat finds them: not findings, which would raise them twice."""
+    found = stalled.repair_stalled_triggers(now=args.now, dry_run=args.dry_run)
+    result.counts["stalled"] += len(found)
+    result.counts["unrepaired"] += sum(s.next_run_at is None for s in found)
+    result.named += [f"#{s.trigger_id} of '{s.job_name}'" for s in found]
+
+
+def _describe_schedules(result: SectionResult) -> str:
+    n, bad = result.counts["stalled"], result.counts["unrepaired"]
+    if not n:
+        return "none (every trigger that can fire has a next fire time or a run to set it)"
+    verb = "would repair" if result.dry_run else "repaired"
+    names = ", ".join(result.named[:10]) + (", …" if len(result.named) > 10 else "")
+    text = f"{verb} {_count(n - bad, 'trigger')} that would not fire again ({names})"
+    if bad:
+        text += f"; {_count(bad, 'trigger')} cannot be evaluated"
+    return text
+
+
 def _count(n: int, noun: str, plural: str = "") -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
@@ -387,6 +415,7 @@ register_section("lost", "Recover lost runs", _lost, _describe_lost)
 register_section("expire", "Expire runs", _expire, _describe_expire)
 register_section("cleanup", CLEANUP_LABEL, _cleanup, _describe_cleanup, _plan_cleanup)
 register_section("checks", "Checks", _checks, _describe_checks)
+register_section("schedules", "Stalled schedules", _schedules, _describe_schedules)
 
 __all__ = [
     "Finding",

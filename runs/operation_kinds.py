@@ -63,7 +63,7 @@ def refusal(user: Any, target: Job) -> str | None:
     internal target, or a capability he lacks now (jobs.capabilities)."""
     if target.target in INTERNAL_TARGETS:
         return f"runs only when Takt starts it ({target.target})"
-    lacking = capabilities.missing(user, capabilities.needed_by_job(target))
+    lacking = capabilities.missing(user, capabilities.needed_to_start(target))
     return capabilities.one_line(lacking) if lacking else None
 
 

@@ -23,6 +23,11 @@ run_running_long = Signal()
 # times out (its limit or window); kwargs: job_id, job_name, skipped, now.
 catchup_capped = Signal()
 
+# Sent when a trigger was found with no next fire time and no run that
+# would set one, and repaired where it could be (runs/stalled.py, F-111);
+# kwargs: stalled (a runs.stalled.Stalled), now.
+trigger_stalled = Signal()
+
 # Sent by a beat after each tick that reached the database; kwargs: now. The
 # beat's own heartbeat and the overdue check listen (heartbeats.receivers).
 beat_ticked = Signal()

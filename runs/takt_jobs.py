@@ -20,6 +20,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from jobs.policies import PARENT_TARGET
 from jobs.registry import takt_job
 from runs import (
     lock_files,
@@ -142,7 +143,7 @@ def resume_queue_job(job: Any) -> bool:
     return changed
 
 
-@takt_job("takt.children")
+@takt_job(PARENT_TARGET)
 def children(job: Any) -> None:
     """The target of a parent job (F-04): a parent's run runs its children,
     not its target; this one does nothing (it is never called for a job

@@ -27,6 +27,7 @@ from runs.publish import publish_runs
 from runs.queue import mirror, resume_queue_if_due
 from runs.recovery import check_lost_runs
 from runs.signals import catchup_capped
+from runs.stalled import repair_stalled_triggers
 from scheduler_project.connections import statement_cursor
 
 log = logging.getLogger("takt.beat")
@@ -45,6 +46,7 @@ def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float
     maintenance = maintenance or _lock_file_seen()
     _mirror_pause(paused, maintenance)
     waiting_jobs = _check_lost_runs(now=now)
+    _check_stalled(now=now)
     wait = _seconds_until(nxt, now=now)
     if paused:  # F-28: nothing is enqueued or sent; due times stay due
         if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
@@ -185,6 +187,25 @@ def _check_lost_runs(*, now: datetime) -> frozenset[int]:
     return _unjudged
 
 
+_stalled_checked_at = float("-inf")
+STALLED_CHECK_EVERY_S = 60.0
+
+
+def _check_stalled(*, now: datetime) -> None:
+    """F-111: repair (and alert) the triggers that would never fire again
+    (runs/stalled.py, one indexed query), every STALLED_CHECK_EVERY_S. An
+    error is logged and the tick goes on."""
+    global _stalled_checked_at
+
+    if time.monotonic() - _stalled_checked_at < STALLED_CHECK_EVERY_S:
+        return
+    _stalled_checked_at = time.monotonic()
+    try:
+        repair_stalled_triggers(now=now)
+    except Exception:
+        log.exception("the stalled-schedule check failed")
+
+
 _resent_at = float("-inf")
 
 
@@ -294,7 +315,8 @@ def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
 
 def reset_periodic_passes() -> None:
     """Make the next tick run every periodic pass, as the first tick of a
-    beat process does: the lost-run check, lifting the pauses that ran out,
+    beat process does: the lost-run check, the stalled-schedule check,
+    lifting the pauses that ran out,
     the resend of lost messages, the mirror of the queue switches and,
     while the queue is paused, the allow-list's claim. A beat runs each
     of them at most every so many seconds of its monotonic clock (the cost
@@ -302,8 +324,10 @@ def reset_periodic_passes() -> None:
     injected `now` does what is due then, however little real time passed
     since the tick before it. A beat never calls it."""
     global _allowed_at, _resumed_at, _lost_checked_at, _resent_at, _mirrored_at
+    global _stalled_checked_at
 
     _allowed_at = _resumed_at = _lost_checked_at = _resent_at = _mirrored_at = float("-inf")
+    _stalled_checked_at = float("-inf")
 
 
 def seconds_until_next_fire(*, now: datetime) -> float:

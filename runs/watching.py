@@ -496,7 +496,7 @@ def handle_run_file(path: str, size: int, mtime_ns: int, *, now: datetime) -> Ru
         return _refuse(path, f"job #{job.pk} runs only when Takt starts it ({job.target})")
     # The setting's names were checked at start (scheduler_project/takt_settings.py).
     granted = settings.TAKT_RUN_FILES_MAY_START
-    lacking = [c for c in capabilities.needed_by_job(job) if c.codename not in granted]
+    lacking = [c for c in capabilities.needed_to_start(job) if c.codename not in granted]
     if lacking:
         # A file drop is no user: it starts what needs a capability only
         # where the operator granted it to RUN files (docs/security.md).

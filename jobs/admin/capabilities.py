@@ -123,7 +123,7 @@ class CapabilityAdmin:
                     % {"job": job, "target": job.target}
                 )
                 continue
-            lacking = lacking_for(request.user, job)
+            lacking = capabilities.missing(request.user, capabilities.needed_to_start(job))
             if lacking:
                 problems.append(f"{job}: {capabilities.one_line(lacking)}")
         if not problems:

@@ -190,7 +190,7 @@ class JobViewSet(
             user = token.user
         else:
             user = request.user
-        lacking = capabilities.missing(user, capabilities.needed_by_job(job))
+        lacking = capabilities.missing(user, capabilities.needed_to_start(job))
         if lacking:
             raise PermissionDenied(capabilities.refusals(lacking))
 

@@ -2,8 +2,9 @@
 
 The delay comes from a hash of the trigger's key and the fire time, not from
 `random`, so every beat process computes the same delay for the same fire
-time (and a run's scheduled_for stays the fire time itself: the delay only
-postpones dispatch). `hash()` is salted per process and would not do.
+time. A run's scheduled_for is the fire time plus the delay: the key of the
+fire time (F-100), computed in one place, jobs.specs.fire_time_key, for the
+beat and backfill alike. `hash()` is salted per process and would not do.
 """
 
 from __future__ import annotations

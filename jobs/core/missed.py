@@ -376,9 +376,8 @@ def compute_missed_runs(
     if groups:
         runs += groups[0] + _run_once(rules, groups[1], groups[2], skipped)
     following = window.following
-    if not runs and following is None and isinstance(spec, IntervalSpec):
-        if spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
-            following = compute_next_fire(spec, after=now, now=now)
+    if not runs and following is None:
+        following = compute_next_without_run(spec, now=now)
     return Claim(
         runs=tuple(runs),
         next_run_at=following,
@@ -387,6 +386,21 @@ def compute_missed_runs(
         skipped_last=skipped.last,
         truncated=truncated or skipped.truncated or skipped.count > max_scan,
     )
+
+
+def compute_next_without_run(spec: TriggerSpec, *, now: datetime) -> datetime | None:
+    """The next fire time of an interval anchored on a run's start or finish
+    whose claimed fire time gets no run that will start: the missed-run
+    policy skipped it, or the beat refused it (maintenance), recorded it
+    `skipped` (overlap) or passed it by (condition not met). No run will
+    set next_run_at then, so the fire time counts as a run that started
+    and ended at `now`: the first fire time after now (now + N, or the
+    first instant the trigger's constraints allow after it). None for
+    every other trigger: its claim has already set its next_run_at (a
+    spent once trigger has none). `now` is aware."""
+    if isinstance(spec, IntervalSpec) and spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
+        return compute_next_fire(spec, after=now, now=now)
+    return None
 
 
 def compute_claim(

@@ -275,3 +275,35 @@ def test_a_job_token_reads_only_its_jobs_runs() -> None:
     assert [r["id"] for r in client.get("/api/v1/runs").json()["results"]] == [mine["id"]]
     assert client.get(f"/api/v1/runs/{mine['id']}").status_code == 200
     assert client.get(f"/api/v1/runs/{theirs.pk}").status_code == 404
+
+
+# --- issue 27, defect 4: a parent (F-04) is requested from outside -------------------------
+
+
+def test_a_parent_job_is_started_through_the_api() -> None:
+    """The manual says to request the main task, and a child's refusal says
+    "request the parent instead": a parent (target takt.children) starts."""
+    parent = make_job("Nightly", target="takt.children", api_trigger_permission="authenticated")
+    make_job("Import", parent=parent)
+
+    response = session_user().send("post", run_path(parent))
+
+    assert response.status_code == 201, response.content
+    assert Run.objects.get(job=parent).status == RunStatus.QUEUED
+
+
+def test_starting_a_parent_needs_what_its_children_need() -> None:
+    """Least privilege: the parent's run runs its children's programs, so
+    whoever starts it needs their capabilities (a child's never checks the
+    starter again)."""
+    parent = make_job("Nightly", target="takt.children", api_trigger_permission="authenticated")
+    make_job("Import", parent=parent)
+    Job.objects.create(name="sh", kind="command", command=["id"], parent=parent)
+    plain = session_user()
+
+    response = plain.send("post", run_path(parent))
+
+    assert response.status_code == 403 and "kind" in response.json()
+    assert not Run.objects.filter(job=parent).exists()
+    ops = SessionClient(user_with("takt_jobs.run_programs", username="ops"))
+    assert ops.send("post", run_path(parent)).status_code == 201

@@ -70,3 +70,25 @@ def test_backfill_command_dry_run_lists_the_fire_times(capsys):
     out = capsys.readouterr().out
     assert "3 fire time(s) in the range" in out and "2026-06-01T09:00:00+00:00" in out
     assert not job.runs.exists()
+
+
+def test_backfill_never_runs_a_fire_time_twice_when_its_trigger_has_jitter(redis_client):
+    """Issue 27, defect 3: the beat keyed the 08:00 run as 08:00 + its
+    jitter, backfill looked for 08:00 and ran it a second time (F-100)."""
+    from runs.dispatch import claim_due_runs
+
+    job = make_job()
+    make_trigger(
+        job, created_at=T0, kind="interval", interval_seconds=3600, start_at=T0, jitter_seconds=600
+    )
+    claim_due_runs(now=T0, limit=10)  # the beat claims 08:00
+    beat_run = job.runs.get()
+    assert T0 < beat_run.scheduled_for <= T0 + 600 * SECOND  # this fire time's jitter is not 0
+    Run.objects.filter(pk=beat_run.pk).update(status=RunStatus.SUCCEEDED)  # it ran at 08:0x
+
+    result = backfill(job, start=T0, end=T0 + HOUR, now=T0 + 10 * HOUR)
+
+    assert result.already_ran == 1 and len(result.created) == 1
+    assert job.runs.filter(scheduled_for__lt=T0 + HOUR).count() == 1, "08:00 ran twice"
+    again = backfill(job, start=T0, end=T0 + HOUR, now=T0 + 10 * HOUR)
+    assert (again.created, again.already_ran) == ([], 2)

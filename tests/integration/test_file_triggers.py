@@ -407,3 +407,32 @@ def test_a_file_stamped_a_moment_before_its_trigger_by_a_coarse_clock_is_new(
     os.utime(old, ns=(created_ns - 3600 * 10**9, created_ns - 3600 * 10**9))  # an hour before
     settle(watchers("a"), clock)
     assert [r.params["path"] for r in Run.objects.filter(job=job)] == [str(fresh)]
+
+
+def test_a_run_file_for_a_parent_starts_the_parent(run_folder, clock, watchers):
+    """Issue 27, defect 4: the child's refusal says "request the parent
+    instead (Takt<parent>.RUN)", and that request starts the parent."""
+    parent = make_job("Nightly", target="takt.children")
+    make_job("Import", parent=parent)
+    watcher = watchers("a")
+    (run_folder / f"Takt{parent.pk}.RUN").write_text("")
+    settle(watcher, clock)
+
+    run = Run.objects.get(job=parent)
+    assert (run.trigger, run.status) == (RunTrigger.FILE, RunStatus.QUEUED)
+    assert list(run_folder.iterdir()) == []
+
+
+def test_a_run_file_for_a_parent_of_a_command_job_needs_run_programs(run_folder, clock, watchers):
+    parent = make_job("Nightly", target="takt.children")
+    Job.objects.create(name="sh", kind="command", command=["id"], parent=parent)
+    watcher = watchers("a")
+    (run_folder / f"Takt{parent.pk}.RUN").write_text("")
+    settle(watcher, clock)
+
+    assert not Run.objects.exists()
+    assert "needs run_programs" in (run_folder / f"Takt{parent.pk}.RUN.error").read_text()
+    with override_settings(TAKT_RUN_FILES_MAY_START=["run_programs"]):
+        (run_folder / f"Takt{parent.pk}.RUN").write_text("again")
+        settle(watcher, clock)
+    assert Run.objects.get(job=parent).status == RunStatus.QUEUED

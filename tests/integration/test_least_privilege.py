@@ -451,3 +451,17 @@ def test_the_job_editor_shows_run_output_only_to_whom_may_view_runs() -> None:
     assert "secret output line" not in admin_as(*EDITOR).get(url).content.decode()
     viewer = admin_as(*EDITOR, "takt_runs.view_run", username="runs")
     assert "secret output line" in viewer.get(url).content.decode()
+
+
+def test_run_now_of_a_parent_needs_what_its_children_need() -> None:
+    """Issue 27, defect 4: a parent starts from the admin, the API and RUN
+    files; its run runs its children, so starting it needs their
+    capabilities (here a command child's run_programs)."""
+    parent = Job.objects.create(name="Nightly", target="takt.children")
+    Job.objects.create(name="sh", kind="command", command=["id"], parent=parent)
+    run_now = reverse("admin:takt_jobs_job_run_now", args=[parent.pk])
+
+    admin_as(*EDITOR).post(run_now)
+    assert not Run.objects.exists()
+    admin_as(*EDITOR, "takt_jobs.run_programs", username="ops").post(run_now)
+    assert Run.objects.get().job_id == parent.pk

@@ -321,8 +321,10 @@ def test_a_failing_section_is_reported_and_the_others_go_on(redis_client):
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens there
         report = run_maintenance(now=NOW)
 
-    assert [s.name for s in report.sections] == ["lost", "expire", "cleanup", "checks"]
-    assert [bool(s.error) for s in report.sections] == [True, False, True, False]
+    assert [s.name for s in report.sections] == [
+        "lost", "expire", "cleanup", "checks", "schedules"
+    ]  # fmt: skip
+    assert [bool(s.error) for s in report.sections] == [True, False, True, False, False]
     assert Run.objects.get(pk=lost.pk).status == RunStatus.RUNNING  # Redis unseen: not lost
     assert Run.objects.get(pk=stale.pk).status == RunStatus.FAILED
     assert Run.objects.filter(pk=old.pk).exists()
@@ -402,6 +404,11 @@ def test_a_healthy_install_passes_every_check(redis_client):
 # --- the command and the built-in job ---------------------------------------
 
 
+STALLED = (
+    "Stalled schedules: none (every trigger that can fire has a next fire time or a run to set it)"
+)
+
+
 def maintenance_command(*args: str) -> list[str]:
     out = StringIO()
     call_command("takt_maintenance", *args, stdout=out)
@@ -417,6 +424,7 @@ def test_the_command_prints_a_line_per_section(redis_client):
         "Expire runs: marked 0 runs failed (queued or running for more than 7 days)",
         "Cleanup 'runs': deleted 1 finished run older than 14 days in 1 batch (1 audit row)",
         "Checks: all checks passed",
+        STALLED,
     ]
     assert AuditRecord.objects.get().by == "manage.py takt_maintenance"
 
@@ -499,6 +507,7 @@ def test_the_maintenance_job_logs_its_report(redis_client):
         "Expire runs: marked 0 runs failed (queued or running for more than 7 days)",
         "Cleanup 'runs': deleted 1 finished run older than 14 days in 1 batch (1 audit row)",
         "Checks: all checks passed",
+        STALLED,
     ]
     assert run.result["cleanup"] == {"deleted": 1, "batches": 1}
     assert AuditRecord.objects.get().by == f"job 'Takt maintenance' (run #{run.pk})"

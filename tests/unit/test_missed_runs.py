@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from jobs.core.constraints import Constraints
 from jobs.core.missed import (
     CatchupPick,
     Claim,
@@ -19,6 +20,7 @@ from jobs.core.missed import (
     MissedRunRules,
     PlannedRun,
     compute_claim,
+    compute_next_without_run,
     validate_missed_run_rules,
 )
 from jobs.core.triggers import (
@@ -334,6 +336,31 @@ def test_anchored_once_and_interval_triggers(
     spec: TriggerSpec, next_run_at: datetime, now: datetime, rules: MissedRunRules, expected: Claim
 ) -> None:
     assert_claim(spec, next_run_at, now, rules, expected)
+
+
+WITHOUT_RUN = [
+    # A fire time with no run to start counts as a run that started and ended now.
+    ("from-finish", FROM_FINISH, T + MINUTE),
+    ("from-start", IntervalSpec(MINUTE, IntervalAnchor.FROM_START), T + MINUTE),
+    # Its constraints still hold: at 10:00 its 09:00-10:00 window is over for the day.
+    ("from-finish-in-a-window",
+     IntervalSpec(MINUTE, IntervalAnchor.FROM_FINISH,
+                  constraints=Constraints(window_start=dt_time(9), window_end=dt_time(10))),
+     utc(2026, 1, 6, 9)),
+    # The others never wait for a run: their claim has set next_run_at.
+    ("fixed-rate", IntervalSpec(MINUTE), None),
+    ("cron", CronSpec("0 * * * *", BERLIN), None),
+    ("once", OnceSpec(AT), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"), [case[1:] for case in WITHOUT_RUN], ids=[case[0] for case in WITHOUT_RUN]
+)
+def test_the_next_time_of_a_fire_time_without_a_run(
+    spec: TriggerSpec, expected: datetime | None
+) -> None:
+    assert compute_next_without_run(spec, now=T) == expected
 
 
 # --- a 1-second trigger missed for a month: bounded and fast ------------------

@@ -1,0 +1,141 @@
+"""Intervals anchored on a run's start or finish (F-12) whose fire time
+gets no run that will start (issue 27, defect 1): the claim sets their
+next_run_at to NULL for the run to set again; when the beat refuses the
+run (maintenance, F-29), records it skipped (overlap, F-23) or passes the
+fire time by (condition not met, F-32), no run will, and the trigger must
+fire again at now + N. Through the real beat tick, bulk and row by row."""
+
+from __future__ import annotations
+
+import pytest
+import time_machine
+
+import runs.dispatch
+from jobs.models import ResultVariable
+from runs.decisions import query
+from runs.ending import finish_run
+from runs.execution import execute
+from runs.models import RunStatus, RunTrigger
+from runs.queue import set_maintenance
+from runs.services import create_run, start_run
+from runs.tick import run_tick
+from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
+
+T0 = utc(2026, 6, 1, 8, 0)
+# Real commits: the decision log's entries go out after each commit.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ANCHORS = ["from_start", "from_finish"]
+
+
+@pytest.fixture(params=["bulk", "row_by_row"])
+def claim_path(request, monkeypatch):
+    """Both ways a claim is written: the bulk statements and, after a race
+    or on a database without RETURNING from bulk inserts, row by row."""
+    if request.param == "row_by_row":
+
+        def bulk(**kwargs):
+            raise runs.dispatch._RowByRow
+
+        monkeypatch.setattr(runs.dispatch, "_claim_in_bulk", bulk)
+    return request.param
+
+
+def tick(at):
+    with time_machine.travel(at, tick=False):
+        run_tick(now=at)
+
+
+def interval(job, anchor):
+    return make_trigger(
+        job, created_at=T0, kind="interval", interval_seconds=60, interval_anchor=anchor
+    )
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_fire_time_refused_in_maintenance_fires_again_an_interval_later(
+    anchor, claim_path, redis_client
+):
+    job = make_job("report")
+    trigger = interval(job, anchor)
+    set_maintenance(True, note="ERP upgrade", now=T0)
+
+    tick(T0 + 60 * SECOND)
+
+    refused = job.runs.get()
+    assert refused.status == RunStatus.SKIPPED and "maintenance" in refused.message
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 120 * SECOND, "the trigger never fires again"
+    set_maintenance(False, now=T0 + 90 * SECOND)
+    tick(T0 + 120 * SECOND)
+    assert job.runs.get(scheduled_for=T0 + 120 * SECOND).status == RunStatus.QUEUED
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_fire_time_held_back_by_an_unmet_condition_fires_again_an_interval_later(
+    anchor, claim_path, redis_client
+):
+    variable = ResultVariable.objects.create(name="Import done")  # -1
+    job = make_job("reader", condition_variable=variable, condition_values=[0])
+    trigger = interval(job, anchor)
+
+    tick(T0 + 60 * SECOND)
+
+    assert not job.runs.exists()
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 120 * SECOND, "the trigger never fires again"
+    assert {"rescheduled", "condition_not_met"} <= {d["kind"] for d in query(job_id=job.pk)}
+    ResultVariable.objects.filter(pk=variable.pk).update(value=0)
+    tick(T0 + 120 * SECOND)
+    assert job.runs.get(scheduled_for=T0 + 120 * SECOND).status == RunStatus.QUEUED
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_fire_time_skipped_behind_another_run_fires_again_an_interval_later(
+    anchor, claim_path, redis_client
+):
+    """The skipped fire time counts as a run that started and ended at the
+    claim; the other run's end, later, moves nothing."""
+    job = make_job("report")
+    trigger = interval(job, anchor)
+    manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0)
+    assert start_run(manual, worker="w", now=T0 + 30 * SECOND)
+
+    tick(T0 + 60 * SECOND)
+
+    assert job.runs.get(trigger=RunTrigger.SCHEDULE).status == RunStatus.SKIPPED
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 120 * SECOND
+    assert finish_run(manual, status=RunStatus.SUCCEEDED, now=T0 + 90 * SECOND)
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 120 * SECOND
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_fire_time_that_gets_a_run_still_waits_for_that_run(anchor, claim_path, redis_client):
+    job = make_job("report")
+    trigger = interval(job, anchor)
+
+    tick(T0 + 60 * SECOND)
+
+    assert job.runs.get().status == RunStatus.QUEUED
+    trigger.refresh_from_db()
+    assert trigger.next_run_at is None  # the run's start or end sets it (F-12)
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_run_refused_when_the_worker_starts_it_sets_the_next_time_by_its_end(
+    anchor, redis_client
+):
+    """The other side: a queued run that the worker refuses (maintenance
+    went on after the claim) ends `skipped`, and its end sets the time."""
+    job = make_job("report")
+    trigger = interval(job, anchor)
+    tick(T0 + 60 * SECOND)
+    run = job.runs.get()
+    set_maintenance(True, note="ERP upgrade", now=T0 + 61 * SECOND)
+
+    assert execute(run.pk, worker="w", clock=clock(T0 + 62 * SECOND)) == RunStatus.SKIPPED
+
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 122 * SECOND
