@@ -124,7 +124,9 @@ class CappedCountPagination(TaktPagination):
 
 
 class TaktApi:
-    """Mixed in first by every API view of Takt's."""
+    """Mixed in first by every API view of Takt's. A create or update
+    answers with the object as stored after it, read again (the next fire
+    time the save computed, say), as a GET would."""
 
     authentication_classes: list[Any] = [ApiTokenAuthentication, SessionAuthentication]
     permission_classes: list[Any] = [ModelPermissions]
@@ -134,3 +136,11 @@ class TaktApi:
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    def perform_create(self, serializer: Any) -> None:
+        super().perform_create(serializer)  # type: ignore[misc]
+        serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)  # type: ignore[attr-defined]
+
+    def perform_update(self, serializer: Any) -> None:
+        super().perform_update(serializer)  # type: ignore[misc]
+        serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)  # type: ignore[attr-defined]
