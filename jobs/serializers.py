@@ -40,6 +40,7 @@ from jobs.policies import IntervalAnchorChoice, TriggerKind
 from jobs.references import reference_of, stored_job
 from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, touches_scripts
 from jobs.specs import trigger_description
+from jobs.strict_input import StrictInput
 
 INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
 # The relations a job names (by name or key): fetch them with the jobs.
@@ -54,10 +55,11 @@ RETIRED_JOB_FIELDS = {
 }
 
 
-class ModelRulesSerializer(serializers.ModelSerializer):
+class ModelRulesSerializer(StrictInput, serializers.ModelSerializer):
     """Converts types only: ranges, lengths and the models' validators are
     left to the model's full_clean (jobs.definitions), so the API refuses
-    a value with the admin's words, not with a second set of rules."""
+    a value with the admin's words, not with a second set of rules. A
+    field it does not write is refused (jobs.strict_input)."""
 
     def build_standard_field(self, field_name: str, model_field: Any) -> tuple[Any, dict[str, Any]]:
         field_class, kwargs = super().build_standard_field(field_name, model_field)
@@ -255,7 +257,14 @@ class JobSerializer(ModelRulesSerializer):
 
     class Meta:
         model = Job
-        fields = ("id", *JOB_FIELDS, "triggers", "interval_minutes", "next_run_at", *JOB_STATE)
+        fields = (
+            "id",
+            *JOB_FIELDS,
+            "triggers",
+            "interval_minutes",
+            "next_run_at",
+            *JOB_STATE,
+        )
         read_only_fields = JOB_STATE
         extra_kwargs = {
             "key": {"validators": []},  # uniqueness: model validation, one message
@@ -377,7 +386,7 @@ def interval_minutes_of(triggers: list[dict[str, Any]]) -> int | None:
     return seconds // 60 if seconds and seconds % 60 == 0 else None
 
 
-class RunRequestSerializer(serializers.Serializer):
+class RunRequestSerializer(StrictInput):
     """The body of POST /api/v1/jobs/<id>/run (all optional)."""
 
     params = serializers.JSONField(

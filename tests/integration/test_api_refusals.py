@@ -74,6 +74,20 @@ def write_endpoints() -> list[tuple[str, str, str]]:
 ENDPOINTS = write_endpoints()
 
 
+def test_the_endpoints_are_found():
+    paths = {f"{m} {p}" for m, p, _ in ENDPOINTS}
+    assert {
+        "patch /api/v1/jobs/{pk}",
+        "post /api/v1/jobs",
+        "post /api/v1/jobs/{pk}/run",
+        "post /api/v1/queue/maintenance",
+        "post /api/v1/schedule/preview",
+        "patch /api/v1/heartbeats/{pk}",
+        "post /api/v1/runs/{pk}/cancel",
+        "post /api/v1/alerts/{pk}/seen",
+    } <= paths, paths
+
+
 def stored() -> dict[str, list[dict[str, Any]]]:
     """Every row an API write could touch."""
     return {m.__name__: list(m.objects.order_by("pk").values()) for m in STORED}
@@ -105,6 +119,80 @@ def objects() -> dict[str, int]:
         "group": group.pk,
         "variable": variable.pk,
     }
+
+
+@pytest.mark.parametrize(("method", "path", "basename"), ENDPOINTS)
+def test_every_write_refuses_an_unknown_field_and_changes_nothing(
+    admin: SessionClient, objects: dict[str, int], method: str, path: str, basename: str
+):
+    if "{pk}" in path:
+        assert basename in objects, f"add an object for {path} to the fixture `objects`"
+        path = path.replace("{pk}", str(objects[basename]))
+    before = stored()
+    refused = admin.send(method, path, {"no_such_field": 1, "enabld": False})
+    assert refused.status_code == 400, (refused.status_code, refused.content)
+    errors = refused.json()
+    assert errors["no_such_field"] == ["unknown field"]
+    assert errors["enabld"][0].startswith("unknown field")
+    assert stored() == before
+
+
+def test_a_typo_gets_the_nearest_field_name(admin, objects):
+    refused = admin.send("patch", f"/api/v1/jobs/{objects['job']}", {"enabld": False})
+    assert refused.status_code == 400
+    assert refused.json() == {"enabld": ["unknown field (did you mean 'enabled'?)"]}
+    assert Job.objects.get(pk=objects["job"]).enabled
+
+
+def test_a_read_only_field_is_refused_naming_it(admin, objects):
+    before = stored()
+    refused = admin.send(
+        "patch", f"/api/v1/jobs/{objects['job']}", {"runs_done": 0, "enabled": False}
+    )
+    assert refused.status_code == 400
+    assert refused.json() == {"runs_done": ["read-only: Takt sets it, leave it out"]}
+    assert stored() == before
+
+
+def test_an_unknown_field_of_a_trigger_is_refused_by_its_index(admin, objects):
+    before = stored()
+    body = {
+        "triggers": [
+            {"kind": "cron", "cron_expression": "0 3 * * *", "timezone": "UTC"},
+            {"kind": "interval", "interval_seconds": 60, "every": 5},
+        ]
+    }
+    refused = admin.send("patch", f"/api/v1/jobs/{objects['job']}", body)
+    assert refused.status_code == 400
+    assert refused.json() == {"triggers": {"1": {"every": ["unknown field"]}}}
+    assert stored() == before
+
+
+def test_an_unknown_field_of_a_new_job_stores_no_job(admin, redis_client):
+    body = {"name": "new", "target": "tests.echo", "enabld": True}
+    refused = admin.send("post", "/api/v1/jobs", body)
+    assert refused.status_code == 400
+    assert list(refused.json()) == ["enabld"]
+    assert not Job.objects.filter(name="new").exists()
+
+
+def test_the_schema_closes_every_request_body(admin):
+    schema = admin.get("/api/v1/schema", format="json").json()
+    components = schema["components"]["schemas"]
+    for name in ("PatchedJobRequest", "JobRequest", "TriggerRequest", "RunRequestRequest"):
+        assert components[name]["additionalProperties"] is False, name
+
+
+def test_an_export_with_its_read_only_fields_still_imports():
+    """The import reads an export's `id` and drops it (jobs.exchange)."""
+    from jobs.exchange import parse_definition
+
+    definition = parse_definition(
+        {"id": 7, "name": "n", "target": "tests.echo", "interval_minutes": 5},
+        where="x: ",
+    )
+    assert definition.id == 7
+    assert [t["interval_seconds"] for t in definition.triggers] == [300]
 
 
 # --- the answer is the state after the write (defect 7) -----------------------------
