@@ -181,6 +181,8 @@ def test_the_schema_closes_every_request_body(admin):
     components = schema["components"]["schemas"]
     for name in ("PatchedJobRequest", "JobRequest", "TriggerRequest", "RunRequestRequest"):
         assert components[name]["additionalProperties"] is False, name
+    alias = components["PatchedJobRequest"]["properties"]["auto_sync_interval_minutes"]
+    assert alias["writeOnly"] is True and alias["maximum"] == 43200
 
 
 def test_an_export_with_its_read_only_fields_still_imports():
@@ -188,11 +190,48 @@ def test_an_export_with_its_read_only_fields_still_imports():
     from jobs.exchange import parse_definition
 
     definition = parse_definition(
-        {"id": 7, "name": "n", "target": "tests.echo", "interval_minutes": 5},
+        {"id": 7, "name": "n", "target": "tests.echo", "auto_sync_interval_minutes": 5},
         where="x: ",
     )
     assert definition.id == 7
     assert [t["interval_seconds"] for t in definition.triggers] == [300]
+
+
+# --- auto_sync_interval_minutes, the migration manual's name ------------------------
+
+
+def test_auto_sync_interval_minutes_is_interval_minutes(admin, objects):
+    """The migration manual's curl, as written."""
+    path = f"/api/v1/jobs/{objects['job']}"
+    done = admin.send("patch", path, {"auto_sync_interval_minutes": 60})
+    assert done.status_code == 200, done.json()
+    assert done.json()["interval_minutes"] == 60
+    triggers = list(Trigger.objects.filter(job_id=objects["job"]))
+    assert [(t.kind, t.interval_seconds) for t in triggers] == [("interval", 3600)]
+    done = admin.send("patch", path, {"auto_sync_interval_minutes": None})
+    assert done.status_code == 200
+    assert done.json()["interval_minutes"] is None and done.json()["triggers"] == []
+
+
+def test_both_names_with_different_values_are_refused_naming_both(admin, objects):
+    path = f"/api/v1/jobs/{objects['job']}"
+    before = stored()
+    refused = admin.send("patch", path, {"auto_sync_interval_minutes": 60, "interval_minutes": 30})
+    assert refused.status_code == 400
+    assert set(refused.json()) == {"auto_sync_interval_minutes", "interval_minutes"}
+    assert stored() == before
+    same = admin.send("patch", path, {"auto_sync_interval_minutes": 60, "interval_minutes": 60})
+    assert same.status_code == 200 and same.json()["interval_minutes"] == 60
+
+
+def test_the_alias_is_checked_as_interval_minutes(admin, objects):
+    before = stored()
+    refused = admin.send(
+        "patch", f"/api/v1/jobs/{objects['job']}", {"auto_sync_interval_minutes": 43201}
+    )
+    assert refused.status_code == 400
+    assert list(refused.json()) == ["auto_sync_interval_minutes"]
+    assert stored() == before
 
 
 # --- the answer is the state after the write (defect 7) -----------------------------
