@@ -19,7 +19,10 @@ ERROR = {
     "additionalProperties": True,
 }
 DESCRIPTIONS = {
-    "400": "Bad input: the fields at fault (also a field it does not take), nothing stored changed",
+    "400": (
+        "Bad input: the fields at fault (also a field it does not take, or a body over"
+        " DATA_UPLOAD_MAX_MEMORY_SIZE), nothing stored changed"
+    ),
     "401": "No valid credentials (a wrong, revoked or expired token)",
     "403": "Not allowed (model permission, API trigger permission, job-scoped token, no CSRF token)",
     "404": "No such object",

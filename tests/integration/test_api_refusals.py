@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.db.models import Model
+from django.test import override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from heartbeats.models import Alert, AlertSeverity, Heartbeat
@@ -232,6 +233,66 @@ def test_the_alias_is_checked_as_interval_minutes(admin, objects):
     assert refused.status_code == 400
     assert list(refused.json()) == ["auto_sync_interval_minutes"]
     assert stored() == before
+
+
+# --- the size of a body, and of params ----------------------------------------------
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=10_000)
+def test_a_body_over_the_limit_is_a_json_400_naming_it(admin, objects):
+    before = stored()
+    body = {"name": "x" * 10_000}
+    refused = admin.send("patch", f"/api/v1/jobs/{objects['job']}", body)
+    assert refused.status_code == 400
+    assert refused["Content-Type"] == "application/json"
+    message = refused.json()["detail"]
+    assert "at most 10000 bytes" in message and "DATA_UPLOAD_MAX_MEMORY_SIZE" in message
+    assert stored() == before
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=10_000)
+def test_django_refusing_a_body_as_it_is_read_is_the_same_json_400():
+    """A body Django refuses while DRF reads it (RequestDataTooBig) gets the
+    same answer as one refused by its Content-Length."""
+    from django.core.exceptions import RequestDataTooBig
+
+    from jobs.api.errors import exception_handler
+
+    answer = exception_handler(RequestDataTooBig("too big"), {})
+    assert answer is not None and answer.status_code == 400
+    assert answer.data == {
+        "detail": "the request body is too large: at most 10000 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"
+    }
+
+
+@override_settings(TAKT_MAX_PARAMS_BYTES=1024)
+def test_a_command_jobs_params_past_the_cap_say_they_become_its_environment(admin):
+    user = user_with(username="runner", superuser=True)
+    client = SessionClient(user)
+    body = {
+        "name": "shell",
+        "kind": "command",
+        "command": ["/bin/true"],
+        "params": {"x": "a" * 1100},
+    }
+    refused = client.send("post", "/api/v1/jobs", body)
+    assert refused.status_code == 400, refused.json()
+    (message,) = refused.json()["params"]
+    assert "at most 1024 bytes as JSON (TAKT_MAX_PARAMS_BYTES)" in message
+    assert "environment variables" in message
+    assert not Job.objects.filter(name="shell").exists()
+
+
+@override_settings(TAKT_MAX_PARAMS_BYTES=1024)
+def test_enqueue_job_says_a_command_jobs_params_become_its_environment(redis_client):
+    from jobs.errors import InvalidInput
+
+    job = Job.objects.create(name="cmd", kind="command", command=["true"], target="")
+    with pytest.raises(InvalidInput) as refused:
+        enqueue_job(job, params={"x": "a" * 1100})
+    assert refused.value.field == "params"
+    assert "environment variables (TAKT_PARAMS and TAKT_PARAM_<NAME>)" in refused.value.message
+    assert not Run.objects.exists()
 
 
 # --- the answer is the state after the write (defect 7) -----------------------------
