@@ -127,7 +127,13 @@ class TaktApi:
     """Mixed in first by every API view of Takt's. A body larger than
     DATA_UPLOAD_MAX_MEMORY_SIZE is refused before it is read (body_refusal);
     a create or update answers with the object as stored after it, read
-    again (the next fire time the save computed, say), as a GET would."""
+    again (the next fire time the save computed, say), as a GET would.
+
+    A view's input serializers derive from jobs.strict_input.StrictInput
+    (ModelRulesSerializer does), and a write without a body calls
+    refuse_any_body, so that no field is ignored; the test over every
+    write in the URLs (tests/integration/test_api_refusals.py) fails for a
+    new one that does not."""
 
     authentication_classes: list[Any] = [ApiTokenAuthentication, SessionAuthentication]
     permission_classes: list[Any] = [ModelPermissions]
