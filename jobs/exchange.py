@@ -80,7 +80,10 @@ class _Reader(JobSerializer):
     """JobSerializer's fields and type conversion without its validate():
     the rules are applied by plan_job, against the job this definition
     matched (the serializer's own check refuses edits to code-managed jobs,
-    which the sync of declared jobs makes)."""
+    which the sync of declared jobs makes). Read-only fields (an export's
+    `id`) are dropped, not refused (jobs.strict_input)."""
+
+    read_only_input = "ignore"
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return attrs

@@ -40,8 +40,12 @@ from jobs.policies import IntervalAnchorChoice, TriggerKind
 from jobs.references import reference_of, stored_job
 from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, touches_scripts
 from jobs.specs import trigger_description
+from jobs.strict_input import StrictInput
 
 INTERVAL_MINUTES_MAX = 43200  # 30 days, the longest interval a trigger takes
+# Another name of interval_minutes on input: the migration manual's (its
+# curl sends {"auto_sync_interval_minutes": 60}).
+INTERVAL_ALIAS = "auto_sync_interval_minutes"
 # The relations a job names (by name or key): fetch them with the jobs.
 JOB_RELATIONS = ("concurrency_group", "result_variable", "condition_variable", "parent")
 # Job fields that are gone, with what replaces them: a definition that still
@@ -54,10 +58,11 @@ RETIRED_JOB_FIELDS = {
 }
 
 
-class ModelRulesSerializer(serializers.ModelSerializer):
+class ModelRulesSerializer(StrictInput, serializers.ModelSerializer):
     """Converts types only: ranges, lengths and the models' validators are
     left to the model's full_clean (jobs.definitions), so the API refuses
-    a value with the admin's words, not with a second set of rules."""
+    a value with the admin's words, not with a second set of rules. A
+    field it does not write is refused (jobs.strict_input)."""
 
     def build_standard_field(self, field_name: str, model_field: Any) -> tuple[Any, dict[str, Any]]:
         field_class, kwargs = super().build_standard_field(field_name, model_field)
@@ -251,11 +256,30 @@ class JobSerializer(ModelRulesSerializer):
             " exactly one trigger, an interval of whole minutes; else null."
         ),
     )
+    auto_sync_interval_minutes = serializers.IntegerField(
+        write_only=True,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=INTERVAL_MINUTES_MAX,
+        help_text=(
+            "Another name of interval_minutes (input only). Given with interval_minutes,"
+            " both must say the same."
+        ),
+    )
     next_run_at = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
-        fields = ("id", *JOB_FIELDS, "triggers", "interval_minutes", "next_run_at", *JOB_STATE)
+        fields = (
+            "id",
+            *JOB_FIELDS,
+            "triggers",
+            "interval_minutes",
+            INTERVAL_ALIAS,
+            "next_run_at",
+            *JOB_STATE,
+        )
         read_only_fields = JOB_STATE
         extra_kwargs = {
             "key": {"validators": []},  # uniqueness: model validation, one message
@@ -280,7 +304,10 @@ class JobSerializer(ModelRulesSerializer):
             raise serializers.ValidationError(
                 {name: [gettext(RETIRED_JOB_FIELDS[name])] for name in retired}
             )
-        return super().to_internal_value(data)
+        attrs = super().to_internal_value(data)
+        if INTERVAL_ALIAS in attrs:
+            _take_interval_alias(attrs, with_triggers=isinstance(data, dict) and "triggers" in data)
+        return attrs
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         triggers = attrs.pop("triggers", None)
@@ -370,6 +397,29 @@ class JobSerializer(ModelRulesSerializer):
         return str(self.context.get("by", "API"))
 
 
+def _take_interval_alias(attrs: dict[str, Any], *, with_triggers: bool) -> None:
+    """Move auto_sync_interval_minutes to interval_minutes in `attrs`; both
+    given with different values, or the alias with `triggers`, is refused."""
+    minutes = attrs.pop(INTERVAL_ALIAS)
+    if "interval_minutes" in attrs and attrs["interval_minutes"] != minutes:
+        message = gettext(
+            "interval_minutes and auto_sync_interval_minutes name one setting:"
+            " give one of them, or both with the same value"
+        )
+        raise serializers.ValidationError(
+            {"interval_minutes": [message], INTERVAL_ALIAS: [message]}
+        )
+    if with_triggers:
+        raise serializers.ValidationError(
+            {
+                INTERVAL_ALIAS: [
+                    gettext("give either auto_sync_interval_minutes or triggers, not both")
+                ]
+            }
+        )
+    attrs["interval_minutes"] = minutes
+
+
 def interval_minutes_of(triggers: list[dict[str, Any]]) -> int | None:
     if len(triggers) != 1 or triggers[0]["kind"] != TriggerKind.INTERVAL:
         return None
@@ -377,7 +427,7 @@ def interval_minutes_of(triggers: list[dict[str, Any]]) -> int | None:
     return seconds // 60 if seconds and seconds % 60 == 0 else None
 
 
-class RunRequestSerializer(serializers.Serializer):
+class RunRequestSerializer(StrictInput):
     """The body of POST /api/v1/jobs/<id>/run (all optional)."""
 
     params = serializers.JSONField(

@@ -132,33 +132,39 @@ def validate_job(job: Job) -> None:
     if not isinstance(job.params, dict):
         raise ValidationError({"params": _('must be a JSON object, e.g. {"name": "value"}')})
     _strict_json(job.params, "params")
-    _bounded(job.params, "params")
+    _bounded(job.params, "params", kind=job.kind)
     _validate_args(job)
     _validate_policies(job)
     _validate_notify(job.notify)
     validate_coordination(job)
 
 
-def check_params_size(value: Any, field: str = "params") -> None:
+def check_params_size(value: Any, field: str = "params", *, kind: str = "") -> None:
     """Params (or args) are bounded: as compact JSON in UTF-8 they may
     take at most TAKT_MAX_PARAMS_BYTES. Called wherever params are
     written: a job's validation (the admin, the API, imports, config as
     code) and every run started with params (enqueue_job, the API's run).
-    Raises InvalidInput naming `field`."""
+    For a command job (`kind`), whose params become its environment
+    variables, the message says so. Raises InvalidInput naming `field`."""
     limit = settings.TAKT_MAX_PARAMS_BYTES
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     size = len(text.encode("utf-8", errors="replace"))
     if size > limit:
-        raise InvalidInput(
-            field,
-            _("at most %(limit)s bytes as JSON (TAKT_MAX_PARAMS_BYTES), got %(size)s")
-            % {"limit": limit, "size": size},
-        )
+        said = {"limit": limit, "size": size}
+        if kind == JobKind.COMMAND and field == "params":
+            message = _(
+                "at most %(limit)s bytes as JSON (TAKT_MAX_PARAMS_BYTES), got %(size)s:"
+                " a command job gets its params as environment variables (TAKT_PARAMS and"
+                " TAKT_PARAM_<NAME>), which the operating system also bounds"
+            )
+        else:
+            message = _("at most %(limit)s bytes as JSON (TAKT_MAX_PARAMS_BYTES), got %(size)s")
+        raise InvalidInput(field, message % said)
 
 
-def _bounded(value: Any, field: str) -> None:
+def _bounded(value: Any, field: str, *, kind: str = "") -> None:
     try:
-        check_params_size(value, field)
+        check_params_size(value, field, kind=kind)
     except InvalidInput as exc:
         raise ValidationError({field: exc.message}) from None
 

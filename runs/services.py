@@ -238,7 +238,7 @@ def enqueue_job(
         if job.target not in INTERNAL_TARGETS:
             # Takt's own operations check their params themselves (an
             # import's text has TAKT_IMPORT_MAX_BYTES): no caller sets them.
-            check_params_size(params)
+            check_params_size(params, kind=job.kind)
     if priority is not None and (not isinstance(priority, int) or not 0 <= priority <= 9):
         raise InvalidInput("priority", f"must be a whole number from 0 to 9, got {priority!r}")
     if run_at is not None and (run_at.tzinfo is None or run_at.utcoffset() is None):

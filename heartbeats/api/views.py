@@ -41,6 +41,7 @@ from heartbeats.core.pings import PROCESS_PREFIXES
 from heartbeats.core.status import compute_deadline_at, operations_label
 from heartbeats.models import STATE_CHOICES, Alert, AlertSeverity, Heartbeat
 from jobs.api.base import TaktApi, extend_schema
+from jobs.strict_input import StrictInput, refuse_any_body
 
 KIND_CHOICES = [
     ("job", "A job's heartbeat"),
@@ -133,7 +134,12 @@ class HeartbeatSerializer(serializers.ModelSerializer):
         )
 
 
-class HeartbeatChangeSerializer(serializers.ModelSerializer):
+class HeartbeatChangeSerializer(StrictInput, serializers.ModelSerializer):
+    # The answer's other fields: refused as read-only, not as unknown.
+    shown_read_only = tuple(
+        f for f in HeartbeatSerializer.Meta.fields if f not in ("paused", *OUTSIDE_SETTINGS)
+    )
+
     class Meta:
         model = Heartbeat
         fields = ("paused", *OUTSIDE_SETTINGS)
@@ -261,6 +267,7 @@ class AlertViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
         """Mark the alert as seen (an operator looked at it); a repeat of
         the alert marks it unseen again."""
         alert = self.get_object()
+        refuse_any_body(request.data)
         mark_seen([alert.pk])
         alert.refresh_from_db()
         return Response(AlertSerializer(alert, context=self.get_serializer_context()).data)

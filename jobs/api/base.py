@@ -21,7 +21,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
 from jobs.api.auth import ApiTokenAuthentication, ModelPermissions
-from jobs.api.errors import exception_handler
+from jobs.api.errors import body_too_large, exception_handler
 
 PAGE_SIZE = 100
 
@@ -127,7 +127,16 @@ class CappedCountPagination(TaktPagination):
 
 
 class TaktApi:
-    """Mixed in first by every API view of Takt's."""
+    """Mixed in first by every API view of Takt's. A body larger than
+    DATA_UPLOAD_MAX_MEMORY_SIZE is refused before it is read (body_refusal);
+    a create or update answers with the object as stored after it, read
+    again (the next fire time the save computed, say), as a GET would.
+
+    A view's input serializers derive from jobs.strict_input.StrictInput
+    (ModelRulesSerializer does), and a write without a body calls
+    refuse_any_body, so that no field is ignored; the test over every
+    write in the URLs (tests/integration/test_api_refusals.py) fails for a
+    new one that does not."""
 
     authentication_classes: list[Any] = [ApiTokenAuthentication, SessionAuthentication]
     permission_classes: list[Any] = [ModelPermissions]
@@ -137,6 +146,33 @@ class TaktApi:
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        refusal = body_refusal(request.META)
+        if refusal:
+            raise ValidationError({"detail": refusal})
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+
+    def perform_create(self, serializer: Any) -> None:
+        super().perform_create(serializer)  # type: ignore[misc]
+        serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)  # type: ignore[attr-defined]
+
+    def perform_update(self, serializer: Any) -> None:
+        super().perform_update(serializer)  # type: ignore[misc]
+        serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)  # type: ignore[attr-defined]
+
+
+def body_refusal(meta: Any) -> str | None:
+    """Why a request's body is too large to read (its Content-Length past
+    Django's DATA_UPLOAD_MAX_MEMORY_SIZE), or None: refused before anything
+    reads it (Django would raise RequestDataTooBig as DRF reads it, which
+    jobs.api.errors answers the same way)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    try:
+        size = int(meta.get("CONTENT_LENGTH") or 0)
+    except (TypeError, ValueError):
+        return None
+    return body_too_large() if limit is not None and size > limit else None
 
 
 F = TypeVar("F", bound=Callable[..., Any])

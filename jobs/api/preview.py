@@ -54,6 +54,8 @@ class PreviewSerializer(serializers.Serializer):
 def _flat_query(request: Request) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key in request.query_params:
+        if key == "format":  # DRF's choice of renderer, not a trigger's field
+            continue
         values = request.query_params.getlist(key)
         data[key] = values if key == "exclude_calendars" else values[-1]
     return data

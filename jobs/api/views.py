@@ -28,6 +28,7 @@ from jobs.models import Job, QueueState
 from jobs.policies import INTERNAL_TARGETS, ApiTriggerPermission, JobKind
 from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, record_script_change
 from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
+from jobs.strict_input import StrictInput, refuse_any_body
 from jobs.validation import check_caller_params
 from runs import queue
 from runs.api.views import RunSerializer  # the API is glue over all apps, like the admin
@@ -57,7 +58,7 @@ class JobFilter(filters.FilterSet):
         return jobs.filter(parent__key=value)
 
 
-class PauseSerializer(serializers.Serializer):
+class PauseSerializer(StrictInput):
     note = serializers.CharField(required=False, allow_blank=True, default="")
     until = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text="Resume by itself then."
@@ -239,6 +240,7 @@ class JobViewSet(
     def resume(self, request: Request, pk: str | None = None) -> Response:
         """Lift the job's pause; missed fire times follow its missed-run policy."""
         job = self.get_object()
+        refuse_any_body(request.data)
         services.resume_job(job.pk)
         return Response(JobSerializer(self.get_object(), context={"request": request}).data)
 
@@ -300,7 +302,7 @@ class QueueStatusSerializer(serializers.Serializer):
     workers = LiveWorkerSerializer(many=True, help_text="The workers whose heartbeat is live.")
 
 
-class QueueSwitchSerializer(serializers.Serializer):
+class QueueSwitchSerializer(StrictInput):
     note = serializers.CharField(required=False, allow_blank=True, default="")
     until = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text="Resume by itself then."
@@ -312,7 +314,7 @@ class QueueSwitchSerializer(serializers.Serializer):
         return value
 
 
-class MaintenanceSerializer(serializers.Serializer):
+class MaintenanceSerializer(StrictInput):
     on = serializers.BooleanField()
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
@@ -352,6 +354,7 @@ class QueueViewSet(TaktApi, viewsets.ViewSet):
 
     @extend_schema(request=None, responses=QueueStatusSerializer)
     def resume(self, request: Request) -> Response:
+        refuse_any_body(request.data)
         queue.resume_queue(now=timezone.now())
         return self._status()
 

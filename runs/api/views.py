@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from jobs.api.auth import is_user, job_token
 from jobs.api.base import CappedCountPagination, TaktApi, extend_schema
 from jobs.policies import ApiTriggerPermission
+from jobs.strict_input import refuse_any_body
 from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from runs.models import Run, RunStatus, RunTrigger
 
@@ -205,6 +206,7 @@ class RunViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
         after TAKT_CANCEL_GRACE_SECONDS if it goes on); it ends `cancelled`
         with `cancelled_by`, and the job's next fire time runs as usual."""
         run = self.get_object()
+        refuse_any_body(request.data)
         token = job_token(request)
         if token is not None and not is_user(request):
             permission = run.job.api_trigger_permission
