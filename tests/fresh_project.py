@@ -21,9 +21,8 @@ from pathlib import Path
 
 from tests.processes import ROOT, free_port
 
-TAKT_SETTINGS = """
-# --- Takt (docs/embedding.md) ---
-INSTALLED_APPS += [
+# The apps docs/embedding.md tells a project to add.
+TAKT_APPS = (
     "rest_framework",
     "django_filters",
     "drf_spectacular",
@@ -32,10 +31,26 @@ INSTALLED_APPS += [
     "jobs.apps.JobsConfig",
     "runs.apps.RunsConfig",
     "heartbeats.apps.HeartbeatsConfig",
-]
-CELERY_BROKER_URL = "redis://127.0.0.1:{port}/0"   # nothing answers: no test may use it
+)
+
+
+def installed_apps(*before: str, after: tuple[str, ...] = ()) -> str:
+    """`INSTALLED_APPS += [...]` for a project's settings: `before`, Takt's
+    apps, `after`."""
+    return (
+        "INSTALLED_APPS += [\n"
+        + "".join(f'    "{n}",\n' for n in (*before, *TAKT_APPS, *after))
+        + "]\n"
+    )
+
+
+TAKT_SETTINGS = (
+    "\n# --- Takt (docs/embedding.md) ---\n"
+    + installed_apps()
+    + """CELERY_BROKER_URL = "redis://127.0.0.1:{port}/0"   # nothing answers: no test may use it
 DATABASES["default"]["OPTIONS"] = {{"transaction_mode": "IMMEDIATE", "timeout": 30}}
 """
+)
 
 CELERY = """\
 import os

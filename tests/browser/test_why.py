@@ -107,7 +107,7 @@ STATES: dict[str, tuple[Callable[[], Job], str, str | re.Pattern[str]]] = {
             re.escape(
                 "held back by: maintenance (maintenance mode is on (upgrading Redis (admin)):"
                 " target 'tests.echo' is not on the maintenance allow-list (takt.maintenance_off,"
-                " takt.pause_queue, takt.resume_queue"
+                " takt.pause_queue, takt.remove_lock_file, takt.resume_queue"
             )
             + r"[^)]*"
             + re.escape(

@@ -116,13 +116,16 @@ def test_a_job_that_swallows_the_stop_is_killed_after_the_grace_period(worker):
 
     asked = time.monotonic()
     cancel_run(run.pk, by="e2e-operator", now=timezone.now())
-    wait_until(lambda: gone(pid), GRACE_S + 5, f"process {pid} to be killed")
+    wait_until(lambda: gone(pid), GRACE_S + 10, f"process {pid} to be killed")
     kill_s = time.monotonic() - asked
 
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     assert "ignored SoftTimeLimitExceeded" in run.output  # told once, then killed
-    assert GRACE_S <= kill_s < GRACE_S + 5, kill_s  # a loaded 2-core machine takes its time
+    # Not before the grace; and the kill, not the job's own end (60 s): a
+    # 2-core machine four times oversubscribed was seen taking 7 s for the
+    # control message, the timer and the wait's poll together.
+    assert GRACE_S <= kill_s < GRACE_S + 10, kill_s
     print(f"cancel to kill: {kill_s:.2f} s (grace {GRACE_S} s)")
 
     # The worker goes on serving: a new pool child runs the next run.

@@ -21,42 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.fresh_project import CELERY, installed_apps
 from tests.processes import ROOT, Proc
 
 pytestmark = pytest.mark.e2e
 
-CELERY = """\
-import os
-
-from celery import Celery
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")
-app = Celery("mysite")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
-"""
-
-SETTINGS = """
-# --- Takt (docs/embedding.md) ---
-import os
-
-INSTALLED_APPS += [
-    "rest_framework",
-    "django_filters",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",
-    "django_ace",
-    "jobs.apps.JobsConfig",
-    "runs.apps.RunsConfig",
-    "heartbeats.apps.HeartbeatsConfig",
-    "reports",
-    "mysite.jobs",
-    "mysite.runs",
-]
-DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}
+SETTINGS = (
+    "\n# --- Takt (docs/embedding.md) ---\nimport os\n\n"
+    + installed_apps(after=("reports", "mysite.jobs", "mysite.runs"))
+    + """DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}
 CELERY_BROKER_URL = os.environ["MYSITE_REDIS"]
 TAKT_POLL_SECONDS = 0.2
 """
+)
 
 JOBS = """\
 from celery import shared_task
@@ -246,23 +223,13 @@ app.conf.broker_url = os.environ["MYSITE_REDIS"]  # the broker in code, as the g
 app.autodiscover_tasks()
 """
 
-GUIDE_SETTINGS = """
-# --- django-celery-beat, then Takt (docs/embedding.md) ---
-INSTALLED_APPS += [
-    "django_celery_beat",
-    "rest_framework",
-    "django_filters",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",
-    "django_ace",
-    "jobs.apps.JobsConfig",
-    "runs.apps.RunsConfig",
-    "heartbeats.apps.HeartbeatsConfig",
-    "reports",
-]
-DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}
+GUIDE_SETTINGS = (
+    "\n# --- django-celery-beat, then Takt (docs/embedding.md) ---\n"
+    + installed_apps("django_celery_beat", after=("reports",))
+    + """DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}
 TAKT_POLL_SECONDS = 0.2
 """
+)
 
 # The project's own tasks, found only by its app's autodiscover_tasks().
 REPORT_TASKS = """\

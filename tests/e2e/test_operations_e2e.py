@@ -112,6 +112,11 @@ def test_the_maintenance_run_reports_its_sections_and_cleanup_batches(worker, bu
 
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED, run.message
-    assert run.progress == {"done": 7, "total": 7, "note": "Checks: all checks passed"}
+    assert run.progress == {
+        "done": 8,
+        "total": 8,
+        "note": "Stalled schedules: none (every trigger that can fire has a next fire time or a"
+        " run to set it)",
+    }
     assert "deleted 2500 finished runs older than 14 days in 3 batches" in run.output
     assert not old.runs.exists()
