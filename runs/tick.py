@@ -82,6 +82,7 @@ def _claim(
     the tick has been claiming (see _batch_time)."""
     batch = settings.TAKT_CLAIM_BATCH
     started = clock()
+    held: frozenset[int] = frozenset()  # left due (busy jobs): not read again this tick
     while True:
         claimed = claim_due_runs(
             now=_batch_time(now, clock() - started),
@@ -89,7 +90,9 @@ def _claim(
             maintenance=maintenance,
             only_targets=only_targets,
             defer_jobs=defer_jobs,
+            held=held,
         )
+        held |= frozenset(claimed.held)
         publish_runs(claimed.to_publish, now=timezone.now())
         record(claimed.decisions)
         for job_id, name, skipped in claimed.capped:
@@ -101,7 +104,7 @@ def _claim(
                 len(claimed.skipped),
                 claimed.lost_races,
             )
-        if claimed.claimed + claimed.lost_races < batch:
+        if claimed.claimed + claimed.lost_races + len(claimed.held) < batch:
             return
 
 
