@@ -14,6 +14,7 @@ import pytest
 import time_machine
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.urls import reverse
 
 import runs.dispatch
 from jobs.models import Trigger
@@ -25,6 +26,7 @@ from runs.services import create_run, start_run
 from runs.tick import run_tick
 from tests.integration.api_helpers import SessionClient, user_with
 from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
+from tests.integration.test_admin import change_url, job_form, trigger_row
 from tests.integration.test_api_jobs import JOB_PERMS
 
 T0 = utc(2026, 6, 1, 8, 0)
@@ -220,3 +222,35 @@ def test_the_migration_renames_the_stored_grid_and_nothing_else(redis_client):
     interval(job, "after_enqueue")
     with pytest.raises(RuntimeError, match="after_enqueue"):
         migration.backwards(state.apps, None)
+
+
+@pytest.mark.parametrize(
+    ("posted", "stored"),
+    [
+        ("after_enqueue", "after_enqueue"),
+        ("fixed_rate", "fixed_rate"),
+        ("from_enqueue", "fixed_rate"),
+    ],
+)
+def test_the_admin_offers_both_and_takes_the_old_name(posted, stored, admin_client):
+    job = make_job("sync")
+    row = trigger_row(job, kind="interval", interval_seconds="3600", interval_anchor=posted)
+
+    with time_machine.travel(T0, tick=False):
+        response = admin_client.post(change_url(job), job_form(job, row))
+
+    assert response.status_code == 302, response.context and response.context["errors"]
+    assert job.triggers.get().interval_anchor == stored
+
+
+def test_the_admin_says_which_is_which_in_german(admin_client):
+    job = make_job("sync")
+    interval(job, "after_enqueue", seconds=3600)
+    german = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9,en;q=0.5"}
+
+    editor = admin_client.get(change_url(job), **german).content.decode()
+    listing = admin_client.get(reverse("admin:takt_jobs_job_changelist"), **german)
+
+    assert "Festes Raster (feste Rate: Start + k × N)" in editor
+    assert "N nach dem Einreihen des vorigen Laufs (verschiebt sich)" in editor
+    assert "alle 1 Stunde nach dem Einreihen des vorigen Laufs" in listing.content.decode()
