@@ -254,3 +254,25 @@ def test_the_admin_says_which_is_which_in_german(admin_client):
     assert "Festes Raster (feste Rate: Start + k × N)" in editor
     assert "N nach dem Einreihen des vorigen Laufs (verschiebt sich)" in editor
     assert "alle 1 Stunde nach dem Einreihen des vorigen Laufs" in listing.content.decode()
+
+
+def test_an_import_or_a_declaration_takes_the_old_name_as_unchanged(redis_client):
+    """The export/import format (also config-as-code's): a file written
+    before the rename says `from_enqueue`; it makes the grid, and importing
+    it again changes nothing."""
+    from jobs.importing import import_jobs
+
+    entry = {
+        "key": "sync",
+        "name": "sync",
+        "target": "tests.echo",
+        "triggers": [
+            {"kind": "interval", "interval_seconds": 60, "interval_anchor": "from_enqueue"}
+        ],
+    }
+    (first,) = import_jobs([entry], now=T0, by="test")
+    (again,) = import_jobs([entry], now=T0 + SECOND, by="test")
+
+    assert first.action == "create"
+    assert again.action == "unchanged", again.changes
+    assert Trigger.objects.get(job__key="sync").interval_anchor == "fixed_rate"
