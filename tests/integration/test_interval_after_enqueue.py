@@ -279,3 +279,21 @@ def test_an_import_or_a_declaration_takes_the_old_name_as_unchanged(redis_client
     assert first.action == "create"
     assert again.action == "unchanged", again.changes
     assert Trigger.objects.get(job__key="sync").interval_anchor == "fixed_rate"
+
+
+@pytest.mark.parametrize(
+    ("anchor", "words"),
+    [
+        ("after_enqueue", "every 1 hour after the previous run was enqueued"),
+        ("from_enqueue", "every 1 hour"),
+    ],
+)
+def test_check_schedule_previews_both(anchor, words, admin_client):
+    body = {"kind": "interval", "interval_seconds": 3600, "interval_anchor": anchor, "count": 2}
+    with time_machine.travel(T0, tick=False):
+        answer = admin_client.post(
+            "/api/v1/schedule/preview", body, content_type="application/json"
+        )
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["description"] == words
+    assert answer.json()["fire_times"] == ["2026-06-01T09:00:00Z", "2026-06-01T10:00:00Z"]

@@ -176,3 +176,15 @@ def test_a_held_due_time_is_caught_up_once_after_the_run_then_now_plus_n(policy)
     assert [r.scheduled_for for r in claim.runs] == [T]
     assert claim.skipped_times == 0
     assert claim.next_run_at == now + HOUR
+
+
+def test_the_load_forecast_counts_it_as_a_chain_and_says_approximate():
+    from jobs.core.forecast import LoadTrigger, compute_forecast
+
+    now = datetime(2026, 12, 1, 0, 30, tzinfo=UTC)
+    due = datetime(2026, 12, 1, 0, 45, tzinfo=UTC)
+    result = compute_forecast([LoadTrigger(7, AFTER, due)], zone="UTC", now=now)
+    assert result.approximate == [7]
+    assert result.counts[0][:3] == [1, 1, 1]  # 00:45, 01:45, 02:45: enqueues on time
+    grid = compute_forecast([LoadTrigger(8, GRID, due)], zone="UTC", now=now)
+    assert grid.approximate == []
