@@ -17,6 +17,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
+import runs.busy
 import runs.dispatch
 from jobs.models import Trigger
 from runs.decisions import query
@@ -32,6 +33,15 @@ from tests.integration.test_api_jobs import JOB_PERMS
 
 T0 = utc(2026, 6, 1, 8, 0)
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_busy_notes():
+    """The beat notes a busy spell once per job id (runs.busy._NOTED): ids
+    repeat from test to test."""
+    runs.busy._NOTED.clear()
+    yield
+    runs.busy._NOTED.clear()
 
 
 @pytest.fixture(params=["bulk", "row_by_row"])
