@@ -59,7 +59,7 @@ def _interval(job: Job, seconds: int, next_run_at: datetime, start_at: datetime 
         job=job,
         kind="interval",
         interval_seconds=seconds,
-        interval_anchor="from_enqueue",
+        interval_anchor="fixed_rate",
         start_at=start_at,
         next_run_at=next_run_at,
         active=True,

@@ -112,7 +112,7 @@ def _trigger(rng: random.Random, job: JobPlan, trigger_id: int, created: datetim
         next_at, schedule = _first_fire(core.CronSpec(cron, zone), now), ("cron", cron, zone)
     elif kind_roll < 0.92:
         kind, seconds = "interval", rng.choice(INTERVALS_S)
-        anchor = "from_enqueue" if rng.random() < 0.8 else "from_finish"
+        anchor = "fixed_rate" if rng.random() < 0.8 else "from_finish"
         start_at = created
         spec = core.IntervalSpec(
             timedelta(seconds=seconds), core.IntervalAnchor(anchor), start_at, zone
@@ -135,7 +135,7 @@ def _trigger(rng: random.Random, job: JobPlan, trigger_id: int, created: datetim
     if next_at is not None and kind != "once":
         last_fired = next_at - timedelta(seconds=seconds or 3600)
     active = enabled and job.enabled
-    row = (trigger_id, job.id, kind, enabled, cron or "", tz, seconds, anchor or "from_enqueue",
+    row = (trigger_id, job.id, kind, enabled, cron or "", tz, seconds, anchor or "fixed_rate",
            db.time(start_at), db.time(run_at), rule or "", db.clock(at), day, db.time(next_at),
            active, db.time(last_fired), db.time(created), db.time(created))  # fmt: skip
     return row, schedule

@@ -18,6 +18,7 @@ from jobs.calendars import HolidayCalendar
 from jobs.capabilities import PERMISSIONS
 from jobs.command_fields import CommandFields
 from jobs.core.system import SYSTEM_FUNCTIONS
+from jobs.core.triggers import ANCHOR_ALIASES
 from jobs.policies import (
     ALL_WEEKDAYS,
     DEFAULT_QUEUE,
@@ -422,7 +423,11 @@ class Trigger(models.Model):
         _("interval anchor"),
         max_length=16,
         choices=IntervalAnchorChoice.choices,
-        default=IntervalAnchorChoice.FROM_ENQUEUE,
+        default=IntervalAnchorChoice.FIXED_RATE,
+        help_text=_(
+            "Fixed grid: at start + k × N, a late run does not move it. After the enqueue:"
+            " N after the beat enqueued the previous run, so it drifts by how late that was."
+        ),
     )
     start_at = models.DateTimeField(
         _("start at"), null=True, blank=True, help_text=_("Interval: first fire time.")
@@ -558,9 +563,19 @@ class Trigger(models.Model):
     def clean(self) -> None:
         validate_trigger(self, now=dj_timezone.now())
 
+    def _take_anchor_alias(self) -> None:
+        # `from_enqueue` is the grid's name before issue 27 (core.ANCHOR_ALIASES).
+        self.interval_anchor = ANCHOR_ALIASES.get(self.interval_anchor, self.interval_anchor)
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        self._take_anchor_alias()
+        super().clean_fields(exclude=exclude)
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Compute next_run_at and `active` from the schedule fields; see
-        jobs.validation.apply_schedule."""
+        jobs.validation.apply_schedule. An old anchor name is stored as the
+        new one."""
+        self._take_anchor_alias()
         if (
             self.pk is not None
             and kwargs.get("update_fields") is None

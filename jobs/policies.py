@@ -112,7 +112,12 @@ class CalendarRuleChoice(models.TextChoices):
 
 
 class IntervalAnchorChoice(models.TextChoices):
-    FROM_ENQUEUE = "from_enqueue", _("Fixed rate (from the previous fire time)")
+    """jobs.core.triggers.IntervalAnchor. `from_enqueue`, the grid's name
+    before issue 27, is accepted as FIXED_RATE (core.ANCHOR_ALIASES) and
+    was renamed in the stored triggers by migration 0022."""
+
+    FIXED_RATE = "fixed_rate", _("On a fixed grid (fixed rate: start + k × N)")
+    AFTER_ENQUEUE = "after_enqueue", _("N after the previous run was enqueued (drifts)")
     FROM_START = "from_start", _("From the previous run's start")
     FROM_FINISH = "from_finish", _("Fixed delay after the previous run ends")
 

@@ -26,7 +26,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
 from jobs import capabilities
-from jobs.core.triggers import DEPENDENCY_STATUSES
+from jobs.core.triggers import ANCHOR_ALIASES, DEPENDENCY_STATUSES
 from jobs.definitions import (
     JOB_FIELDS,
     OPERATOR_FIELDS,
@@ -167,6 +167,16 @@ class RunEnds(serializers.ListField):
     child = serializers.CharField()
 
 
+class AnchorChoice(serializers.ChoiceField):
+    """An interval's anchor: one of the choices, or an old name
+    (jobs.core.triggers.ANCHOR_ALIASES: `from_enqueue` is `fixed_rate`)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str):
+            data = ANCHOR_ALIASES.get(data, data)
+        return super().to_internal_value(data)
+
+
 class TriggerSerializer(ModelRulesSerializer):
     id = serializers.IntegerField(
         required=False, help_text="Given: update that trigger. Omitted: a new trigger."
@@ -185,6 +195,16 @@ class TriggerSerializer(ModelRulesSerializer):
     upstream_statuses = RunEnds(
         required=False,
         help_text='Dependency: the ends that start this job (default ["succeeded"]).',
+    )
+    interval_anchor = AnchorChoice(
+        choices=IntervalAnchorChoice.choices,
+        required=False,
+        help_text=(
+            "Interval: `fixed_rate` (on the grid start_at + k × N; the default),"
+            " `after_enqueue` (N after the beat enqueued the previous run: it drifts by how late"
+            " that was), `from_start`, `from_finish` (N after the previous run's start or end)."
+            " `from_enqueue`, the grid's old name, is accepted as `fixed_rate`."
+        ),
     )
     description = serializers.SerializerMethodField(help_text="The schedule in words.")
 
@@ -380,7 +400,7 @@ class JobSerializer(ModelRulesSerializer):
             {
                 "kind": TriggerKind.INTERVAL,
                 "interval_seconds": minutes * 60,
-                "interval_anchor": IntervalAnchorChoice.FROM_ENQUEUE,
+                "interval_anchor": IntervalAnchorChoice.AFTER_ENQUEUE,
             }
         ]
 

@@ -277,7 +277,7 @@ def missed_run_rules(job: Job, *, coalesce_until: datetime | None = None) -> Any
     )
 
 
-RUN_ANCHORS = (core.IntervalAnchor.FROM_START.value, core.IntervalAnchor.FROM_FINISH.value)
+RUN_ANCHORS = core.RUN_ANCHORS  # the anchors whose runs set next_run_at
 
 
 def command_spec(job: Job, *, is_dir: Callable[[str], bool]) -> CommandSpec:

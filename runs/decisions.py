@@ -21,6 +21,11 @@ runs/execution.py, runs/cancel.py, runs/delivery.py):
 * `rescheduled`: an interval anchored on a run's start or finish got no
   run that will start for its fire time (refused, skipped, condition not
   met): it counts from now ("... fires next at <time>");
+* `busy`: an interval anchored on the enqueue (after_enqueue) was left
+  due because its job is busy under a one-at-a-time overlap policy
+  (runs/busy.py; written once per busy spell): "the job is busy (overlap
+  policy 'skip'): its due time <time> stays due and is caught up once
+  after its runs end";
 * `lock_skip`, `lock_hold`, `lock_take_over`: the worker found the job's
   lock taken and did what the overlap policy says;
 * `start`: a run passed every check and starts ("<trigger> run"), written

@@ -19,6 +19,10 @@
    NULL) for its run to set the next time; when the claim makes no run
    that will start (condition not met, refused in maintenance, skipped by
    the overlap policy) it fires next an interval after now instead.
+   An interval anchored on the enqueue (after_enqueue) of a busy job whose
+   overlap policy runs one run at a time is not claimed: its due time
+   stays due (runs/busy.py); the claim after the job's runs end catches
+   it up once and sets next_run_at to that claim + N.
 The common case goes in bulk: one batched UPDATE statement advances every
 trigger of the batch (each row still guarded by its old next_run_at) and
 one INSERT writes the runs. Should either find a row that moved or a fire time that
@@ -48,6 +52,7 @@ from jobs.core.missed import (
 from jobs.core.rules import Overlap
 from jobs.models import QueueState, ResultVariable, Trigger
 from jobs.specs import allowed_in_maintenance, fire_time_key, missed_run_rules, trigger_spec
+from runs.busy import held_until, split_busy
 from runs.core.admission import Admission
 from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.core.start import condition_met, condition_text
@@ -68,6 +73,7 @@ class ClaimResult:
     to_publish: list[Run] = field(default_factory=list)  # the queued runs, job loaded
     decisions: list[Decision] = field(default_factory=list)  # for the decision log (F-65)
     capped: list[tuple[int, str, int]] = field(default_factory=list)  # (job id, name, skipped)
+    held: list[int] = field(default_factory=list)  # triggers left due: their job is busy
 
     @property
     def claimed(self) -> int:
@@ -85,6 +91,7 @@ def claim_due_runs(
     maintenance: bool = False,
     only_targets: list[str] | None = None,
     defer_jobs: frozenset[int] = frozenset(),
+    held: frozenset[int] = frozenset(),
 ) -> ClaimResult:
     """Claim up to `limit` due triggers and create their runs (see the
     module docstring). Returns the ids to publish after commit. In
@@ -92,7 +99,8 @@ def claim_due_runs(
     `skipped`: the start is refused, and the trigger moves on. With
     `only_targets` (the allow-list, while the queue is paused) only the
     triggers of jobs running those targets are claimed; the triggers of
-    `defer_jobs` are not claimed (they stay due)."""
+    `defer_jobs` are not claimed (they stay due), nor the triggers `held`
+    (ids an earlier batch of the tick left due: ClaimResult.held)."""
     if connection.features.can_return_rows_from_bulk_insert:
         try:
             return _claim_in_bulk(
@@ -101,21 +109,44 @@ def claim_due_runs(
                 maintenance=maintenance,
                 only_targets=only_targets,
                 defer_jobs=defer_jobs,
+                held=held,
             )
         except _RowByRow:
             pass
     result = ClaimResult()
     with transaction.atomic():
-        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets, defer_jobs=defer_jobs)
-        load = _Load(
-            activity([t.job_id for t in triggers], now=now) if triggers else {},
-            maintenance=maintenance,
-            triggers=triggers,
+        triggers = _lock_due(
+            now=now, limit=limit, only_targets=only_targets, defer_jobs=defer_jobs, held=held
         )
+        counts = activity([t.job_id for t in triggers], now=now) if triggers else {}
+        triggers = _leave_busy(triggers, counts, now=now, result=result)
+        load = _Load(counts, maintenance=maintenance, triggers=triggers)
         resumed_at = last_resume() if triggers else None
+        held_to = held_until(triggers)
         for trigger in triggers:
-            _claim_one(trigger, now=now, load=load, result=result, resumed_at=resumed_at)
+            coalesce = _later(resumed_at, held_to.get(trigger.pk))
+            _claim_one(trigger, now=now, load=load, result=result, resumed_at=coalesce)
     return result
+
+
+def _leave_busy(
+    triggers: list[Trigger],
+    counts: dict[int, tuple[int, int]],
+    *,
+    now: datetime,
+    result: ClaimResult,
+) -> list[Trigger]:
+    """The triggers to claim; the enqueue-anchored ones of busy jobs stay
+    due (runs/busy.py) and are listed in result.held."""
+    claim, busy = split_busy(triggers, counts, now=now, decisions=result.decisions)
+    result.held += [t.pk for t in busy]
+    return claim
+
+
+def _later(first: datetime | None, second: datetime | None) -> datetime | None:
+    if first is None or second is None:
+        return second if first is None else first
+    return max(first, second)
 
 
 class _Load:
@@ -191,6 +222,7 @@ def _lock_due(
     limit: int,
     only_targets: list[str] | None = None,
     defer_jobs: frozenset[int] = frozenset(),
+    held: frozenset[int] = frozenset(),
 ) -> list[Trigger]:
     due = (
         Trigger.objects.filter(active=True, next_run_at__lte=now)
@@ -201,6 +233,8 @@ def _lock_due(
         due = due.filter(job__target__in=only_targets)
     if defer_jobs:
         due = due.exclude(job_id__in=defer_jobs)
+    if held:
+        due = due.exclude(pk__in=held)
     if connection.features.has_select_for_update_skip_locked:
         due = due.select_for_update(skip_locked=True, of=("self",))
     return list(due[:limit])
@@ -401,15 +435,26 @@ def _claim_in_bulk(
     maintenance: bool = False,
     only_targets: list[str] | None = None,
     defer_jobs: frozenset[int] = frozenset(),
+    held: frozenset[int] = frozenset(),
 ) -> ClaimResult:
     result = ClaimResult()
     with transaction.atomic():
-        triggers = _lock_due(now=now, limit=limit, only_targets=only_targets, defer_jobs=defer_jobs)
+        triggers = _lock_due(
+            now=now, limit=limit, only_targets=only_targets, defer_jobs=defer_jobs, held=held
+        )
+        if not triggers:
+            return result
+        counts = activity([t.job_id for t in triggers], now=now)
+        triggers = _leave_busy(triggers, counts, now=now, result=result)
         if not triggers:
             return result
         resumed_at = last_resume()
+        held_to = held_until(triggers)
         try:
-            claims = [claim_for(t, now=now, resumed_at=resumed_at) for t in triggers]
+            claims = [
+                claim_for(t, now=now, resumed_at=_later(resumed_at, held_to.get(t.pk)))
+                for t in triggers
+            ]
         except Exception:
             raise _RowByRow from None  # the row-by-row path parks the bad trigger
         won = advance_triggers(
@@ -426,11 +471,7 @@ def _claim_in_bulk(
         )
         if won != len(triggers):
             raise _RowByRow
-        load = _Load(
-            activity([t.job_id for t in triggers], now=now),
-            maintenance=maintenance,
-            triggers=triggers,
-        )
+        load = _Load(counts, maintenance=maintenance, triggers=triggers)
         runs, unrun = [], []
         for trigger, claim in zip(triggers, claims, strict=True):
             made = _runs_for(trigger, claim, now=now, load=load)

@@ -57,10 +57,10 @@ def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
         wait = float(settings.TAKT_POLL_SECONDS)
     elif wait <= 0:
-        _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs | hold_jobs)
+        busy = _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs | hold_jobs)
         claimed = True
         wait = seconds_until_next_fire(now=timezone.now())
-        if waiting_jobs or hold_jobs:  # their fire times stay due: look again at the next poll
+        if waiting_jobs or hold_jobs or busy:  # due times stay due: look again at the next poll
             wait = max(wait, float(settings.TAKT_POLL_SECONDS))
     if unpublished or claimed:  # the claim may have left some: the sweep looks
         sweep_unpublished(now=now, known=unpublished)
@@ -76,12 +76,14 @@ def _claim(
     only_targets: list[str] | None = None,
     defer_jobs: frozenset[int] = frozenset(),
     clock: Callable[[], float] = time.monotonic,
-) -> None:
+) -> bool:
     """Claim due triggers in batches until none is left, publish their
     runs; the triggers of `defer_jobs` stay due. `clock` measures how long
-    the tick has been claiming (see _batch_time)."""
+    the tick has been claiming (see _batch_time). Returns whether a due
+    trigger was left due because its job is busy (runs/busy.py)."""
     batch = settings.TAKT_CLAIM_BATCH
     started = clock()
+    held: frozenset[int] = frozenset()  # left due (busy jobs): not read again this tick
     while True:
         claimed = claim_due_runs(
             now=_batch_time(now, clock() - started),
@@ -89,7 +91,9 @@ def _claim(
             maintenance=maintenance,
             only_targets=only_targets,
             defer_jobs=defer_jobs,
+            held=held,
         )
+        held |= frozenset(claimed.held)
         publish_runs(claimed.to_publish, now=timezone.now())
         record(claimed.decisions)
         for job_id, name, skipped in claimed.capped:
@@ -101,8 +105,8 @@ def _claim(
                 len(claimed.skipped),
                 claimed.lost_races,
             )
-        if claimed.claimed + claimed.lost_races < batch:
-            return
+        if claimed.claimed + claimed.lost_races + len(claimed.held) < batch:
+            return bool(held)
 
 
 # A batch claimed this long after the tick began is recorded at its own time.

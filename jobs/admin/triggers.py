@@ -105,6 +105,15 @@ class StatusesField(forms.MultipleChoiceField):
         return data is not None and super().has_changed(initial, data)
 
 
+class AnchorField(forms.TypedChoiceField):
+    """Trigger.interval_anchor; an old name (core.ANCHOR_ALIASES:
+    `from_enqueue` is `fixed_rate`) is taken for the new one."""
+
+    def to_python(self, value: Any) -> Any:
+        value = super().to_python(value)
+        return core.ANCHOR_ALIASES.get(value, value)
+
+
 class TriggerForm(forms.ModelForm):
     weekdays = WeekdaysField(
         label=gettext_lazy("Weekdays"), help_text=gettext_lazy("The days it may fire on.")
@@ -240,7 +249,10 @@ class TriggerInline(TriggerCapabilities, admin.StackedInline):
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         """The upstream job offers "view" beside it, not "add" or "change":
-        a job is not written from a popup of another job's trigger."""
+        a job is not written from a popup of another job's trigger. The
+        interval anchor takes its old name too (AnchorField)."""
+        if db_field.name == "interval_anchor":
+            kwargs.setdefault("choices_form_class", AnchorField)
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
         if db_field.name == "upstream_job" and field is not None:
             field.widget.can_add_related = field.widget.can_change_related = False

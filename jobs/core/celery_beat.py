@@ -322,7 +322,7 @@ def _trigger(
         return {
             "kind": "interval",
             "interval_seconds": int(schedule.every.total_seconds()),
-            "interval_anchor": "from_enqueue",
+            "interval_anchor": "fixed_rate",
             "start_at": start,
         }
     if isinstance(schedule, Clocked):

@@ -78,7 +78,14 @@ def _interval_window(
     valid = validate_spec(spec, now=now)
     assert isinstance(valid, IntervalSpec)
     every, start_at = valid.every, valid.start_at
-    if valid.anchor is not IntervalAnchor.FROM_ENQUEUE:
+    if valid.anchor is IntervalAnchor.AFTER_ENQUEUE:
+        # The manual's interval (F-12): only the stored time is due, and the
+        # next one counts from this claim, the moment of the enqueue: now + N
+        # (with constraints, the first instant they allow from then).
+        return DueWindow(
+            next_run_at, next_run_at, 0, False, compute_next_fire(valid, after=now, now=now)
+        )
+    if valid.anchor is not IntervalAnchor.FIXED_RATE:
         # The next fire time depends on a run that has not happened yet: the
         # worker sets it (F-12). Only the stored time is due.
         return DueWindow(next_run_at, next_run_at, 0, False, None)

@@ -11,7 +11,7 @@ it fires once a week or every second:
   second) pairs of the expression: |seconds| x |minutes| for a whole hour,
   fewer for the part of an hour a cell or the time window covers;
 * intervals: arithmetic on the grid (fixed rate) or on the chain of
-  "previous + N" (from a run's start or finish, assuming runs that take no
+  "previous + N" (from a run's start or finish, or its enqueue, assuming runs that take no
   time: such triggers are reported as `approximate`);
 * once: its one time.
 
@@ -255,11 +255,12 @@ def _count_interval(
     spans: list[tuple[int, int, int]], spec: IntervalSpec, next_at: datetime | None, now_us: int
 ) -> dict[int, int]:
     """Fixed rate: the grid points from next_at (phase start_at, else
-    next_at) in the allowed spans. From a run's start or finish: the chain
-    next_at, + N, ..., restarted at the opening of the next allowed span
-    when it falls in a closed stretch (runs assumed to take no time)."""
+    next_at) in the allowed spans. From a run's start or finish, or its
+    enqueue: the chain next_at, + N, ..., restarted at the opening of the
+    next allowed span when it falls in a closed stretch (runs assumed to
+    take no time, enqueues on time)."""
     every = spec.every // US
-    fixed_rate = spec.anchor is IntervalAnchor.FROM_ENQUEUE
+    fixed_rate = spec.anchor is IntervalAnchor.FIXED_RATE
     if next_at is None:
         if fixed_rate:
             return {}  # never fires again
@@ -383,7 +384,7 @@ def compute_forecast(
         groups[key] = mine, members
         members[0] += 1
         result.triggers += 1
-        if isinstance(spec, IntervalSpec) and spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
+        if isinstance(spec, IntervalSpec) and spec.anchor is not IntervalAnchor.FIXED_RATE:
             result.approximate.append(load.trigger_id)
         if members[0] > top:
             continue

@@ -73,7 +73,9 @@ from typing import assert_never
 
 from jobs.core.cron import gettext_noop
 from jobs.core.due import DEFAULT_MAX_SCAN, TINY, DueTimes, DueWindow, compute_due_window
+from jobs.core.rules import Overlap
 from jobs.core.triggers import (
+    RUN_ANCHORS,
     IntervalAnchor,
     IntervalSpec,
     TriggerError,
@@ -398,9 +400,46 @@ def compute_next_without_run(spec: TriggerSpec, *, now: datetime) -> datetime | 
     first instant the trigger's constraints allow after it). None for
     every other trigger: its claim has already set its next_run_at (a
     spent once trigger has none). `now` is aware."""
-    if isinstance(spec, IntervalSpec) and spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
+    if isinstance(spec, IntervalSpec) and spec.anchor in RUN_ANCHORS:
         return compute_next_fire(spec, after=now, now=now)
     return None
+
+
+# Overlap policies that run the job's runs one after another: under them a
+# busy job holds back the due time of an interval anchored on the enqueue.
+_ONE_AT_A_TIME = (Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
+
+
+def _after_enqueue(spec: TriggerSpec) -> bool:
+    return isinstance(spec, IntervalSpec) and spec.anchor is IntervalAnchor.AFTER_ENQUEUE
+
+
+def compute_stays_due(spec: TriggerSpec, *, overlap: Overlap, active: int) -> bool:
+    """Whether the beat leaves a due trigger unclaimed because its job is
+    busy (the migration manual's "busy job"): an interval anchored on the
+    enqueue (after_enqueue) of a job whose overlap policy runs one run at a
+    time (skip, buffer_one, buffer_all) while it has `active` (running, or
+    queued and due) runs. No run is made or skipped and next_run_at keeps
+    its value: the due time stays due, and the first claim after the job's
+    runs end makes one run for it and sets next_run_at to that claim + N.
+    Every other trigger (and policy) is claimed: its run is admitted by the
+    overlap policy as usual."""
+    return _after_enqueue(spec) and overlap in _ONE_AT_A_TIME and active > 0
+
+
+def compute_held_until(
+    spec: TriggerSpec, *, next_run_at: datetime, busy_until: datetime | None
+) -> datetime | None:
+    """The moment up to which an after_enqueue trigger's due time was held
+    back by its busy job (`compute_stays_due`): `busy_until`, the end of the
+    job's latest run that ran, when it ended at or after the due time
+    `next_run_at`; else None. The claim passes it as
+    MissedRunRules.coalesce_until, as it does a queue's resume (F-28): a
+    held due time was not missed by the scheduler, so it is caught up once
+    whatever the missed-run policy and window. None for every other trigger."""
+    if not _after_enqueue(spec) or busy_until is None or busy_until < next_run_at:
+        return None
+    return busy_until
 
 
 def compute_claim(

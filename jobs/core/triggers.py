@@ -66,6 +66,8 @@ __all__ = [
     "CalendarSpec",
     "Constraints",
     "CronSpec",
+    "ANCHOR_ALIASES",
+    "RUN_ANCHORS",
     "IntervalAnchor",
     "IntervalSpec",
     "OnceSpec",
@@ -91,12 +93,31 @@ _SECOND = timedelta(seconds=1)
 
 
 class IntervalAnchor(StrEnum):
-    # Fixed rate: next = previous fire time + N (a grid from start_at if set).
-    FROM_ENQUEUE = "from_enqueue"
+    """Where an interval trigger counts its N from (F-12)."""
+
+    # Fixed rate, on a grid: next = previous fire time + N (start_at + k * N
+    # if start_at is set); a late enqueue does not move the grid. Stored as
+    # `from_enqueue` before issue 27, which is still read as this (ALIASES).
+    FIXED_RATE = "fixed_rate"
+    # The migration manual's interval: next = the moment the beat enqueues
+    # the run + N, set by the claim; drifts by how late each enqueue was.
+    AFTER_ENQUEUE = "after_enqueue"
     # next = the run's start + N; the worker sets it when the run starts.
     FROM_START = "from_start"
     # Fixed delay: next = the previous run's end + N; the worker sets it.
     FROM_FINISH = "from_finish"
+
+    @classmethod
+    def _missing_(cls, value: object) -> IntervalAnchor | None:
+        alias = ANCHOR_ALIASES.get(value) if isinstance(value, str) else None
+        return None if alias is None else cls(alias)
+
+
+# Old anchor names still accepted (API, admin, config-as-code, imports) and
+# what they mean now: `from_enqueue` always kept the fixed grid.
+ANCHOR_ALIASES = {"from_enqueue": "fixed_rate"}
+# Anchors whose next fire time a run sets (the trigger waits for it).
+RUN_ANCHORS = ("from_start", "from_finish")
 
 
 @dataclass(frozen=True)
@@ -109,7 +130,7 @@ class CronSpec:
 @dataclass(frozen=True)
 class IntervalSpec:
     every: timedelta
-    anchor: IntervalAnchor = IntervalAnchor.FROM_ENQUEUE
+    anchor: IntervalAnchor = IntervalAnchor.FIXED_RATE
     start_at: datetime | None = None
     # The zone the constraints' weekdays, window and dates are read in.
     timezone: str = "UTC"
@@ -233,19 +254,19 @@ def validate_spec(spec: TriggerSpec, *, now: datetime) -> TriggerSpec:
         valid = replace(checked, timezone=timezone, constraints=constraints)
     elif isinstance(spec, IntervalSpec):
         _check_interval(spec.every)
-        if spec.anchor not in IntervalAnchor.__members__.values():
+        try:
+            anchor = IntervalAnchor(spec.anchor)  # an old name (ANCHOR_ALIASES) too
+        except ValueError:
             raise TriggerError(
                 "interval_anchor", gettext_noop("unknown anchor %(anchor)r"), anchor=spec.anchor
-            )
+            ) from None
         start_at = spec.start_at
         if start_at is not None:
             _require_aware(start_at, "start_at")
             start_at = start_at.astimezone(UTC)
         timezone = canonical_timezone(spec.timezone)
         constraints = validate_constraints(spec.constraints)
-        valid = IntervalSpec(
-            spec.every, IntervalAnchor(spec.anchor), start_at, timezone, constraints
-        )
+        valid = IntervalSpec(spec.every, anchor, start_at, timezone, constraints)
     elif isinstance(spec, OnceSpec):
         _require_aware(spec.at, "run_at")
         if spec.at <= now:
@@ -290,7 +311,7 @@ def _interval_next(spec: IntervalSpec, after: datetime) -> datetime:
     every, start = spec.every, spec.start_at
     if start is None:
         return (after + every).astimezone(UTC)
-    if spec.anchor is not IntervalAnchor.FROM_ENQUEUE:
+    if spec.anchor is not IntervalAnchor.FIXED_RATE:
         return max(after + every, start).astimezone(UTC)  # never before start_at
     if after < start:
         return start.astimezone(UTC)
@@ -305,7 +326,7 @@ def _allowed_interval_times(
     From a run's start or finish: each candidate, or if it is not allowed the
     next allowed instant (a window's opening, the start of an allowed day)."""
     zone = zone_of(spec.timezone)
-    if spec.anchor is IntervalAnchor.FROM_ENQUEUE:
+    if spec.anchor is IntervalAnchor.FIXED_RATE:
         yield from allowed_grid_times(
             constraints, zone, anchor=anchor, every=spec.every, first=first
         )
@@ -324,7 +345,8 @@ def iter_fire_times(spec: TriggerSpec, *, after: datetime) -> Iterator[datetime]
     datetimes; ends when the trigger never fires again (for a constrained
     trigger: no allowed fire time within MAX_GAP of the previous one).
     Interval triggers anchored on a run's start or finish assume runs that
-    take no time."""
+    take no time; those anchored on the enqueue (after_enqueue), enqueues on
+    time (the claim sets the real next time: its moment + N)."""
     _require_aware(after, "after")
     if isinstance(spec, CronSpec | CalendarSpec):
         expression = _cron_of(spec)
@@ -355,7 +377,7 @@ def compute_next_fire(spec: TriggerSpec, *, after: datetime, now: datetime) -> d
     """The first fire time strictly after `after`, in UTC; None if the trigger
     never fires again. Cron and presets are evaluated in the spec's zone (F-11
     DST rule); an interval gives after + every, or with start_at the next
-    point of the grid start_at + k * every (from_enqueue; the other anchors
+    point of the grid start_at + k * every (fixed_rate; the other anchors
     never fire before start_at). Constraints drop fire times they do not
     allow: a fixed-rate interval takes the next allowed grid point, the other
     anchors the first allowed instant at or after after + every. `now` is
@@ -390,7 +412,7 @@ def compute_latest_fire(spec: TriggerSpec, *, at_or_before: datetime) -> datetim
         return next(cron_fire_times(expression, spec.timezone, at_or_before, reverse=True), None)
     if isinstance(spec, IntervalSpec):
         start = spec.start_at
-        if start is None or spec.anchor is not IntervalAnchor.FROM_ENQUEUE or at_or_before < start:
+        if start is None or spec.anchor is not IntervalAnchor.FIXED_RATE or at_or_before < start:
             return None
         _check_interval(spec.every)
         if spec.constraints is not None:
@@ -431,7 +453,10 @@ def compute_fire_times(spec: TriggerSpec, *, after: datetime, count: int) -> lis
 # --- words ------------------------------------------------------------------
 
 _ANCHOR_WORDS = {
-    IntervalAnchor.FROM_ENQUEUE: gettext_noop("every %(duration)s"),
+    IntervalAnchor.FIXED_RATE: gettext_noop("every %(duration)s"),
+    IntervalAnchor.AFTER_ENQUEUE: gettext_noop(
+        "every %(duration)s after the previous run was enqueued"
+    ),
     IntervalAnchor.FROM_START: gettext_noop("every %(duration)s after the previous run starts"),
     IntervalAnchor.FROM_FINISH: gettext_noop("every %(duration)s after the previous run ends"),
 }
@@ -504,9 +529,7 @@ def describe(
         zone = _zone_and_constraints(spec.timezone, spec.constraints, translate)
         return f"{calendar_words(spec, translate)}{zone}"
     if isinstance(spec, IntervalSpec):
-        words = translate(
-            _ANCHOR_WORDS.get(spec.anchor, _ANCHOR_WORDS[IntervalAnchor.FROM_ENQUEUE])
-        )
+        words = translate(_ANCHOR_WORDS.get(spec.anchor, _ANCHOR_WORDS[IntervalAnchor.FIXED_RATE]))
         words %= {"duration": _duration_words(spec.every, translate)}
         if spec.start_at:
             start = translate(gettext_noop(", starting %(at)s")) % {"at": _format(spec.start_at)}

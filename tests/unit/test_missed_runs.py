@@ -427,7 +427,7 @@ def test_month_long_outage_coalesced_is_todays_claim() -> None:
 def oracle(spec: TriggerSpec, next_run_at: datetime, now: datetime, rules: MissedRunRules) -> Claim:
     """The rules applied to the full list of due fire times: a slow reference."""
     due = [next_run_at]
-    if not isinstance(spec, IntervalSpec) or spec.anchor is IntervalAnchor.FROM_ENQUEUE:
+    if not isinstance(spec, IntervalSpec) or spec.anchor is IntervalAnchor.FIXED_RATE:
         due += itertools.takewhile(
             lambda fire: fire <= now, iter_fire_times(spec, after=next_run_at)
         )

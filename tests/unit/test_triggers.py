@@ -607,4 +607,4 @@ def test_specs_are_frozen_and_default_to_utc() -> None:
     assert spec.timezone == "UTC"
     with pytest.raises(AttributeError):
         spec.expression = "0 * * * *"  # type: ignore[misc]
-    assert IntervalSpec(SECOND).anchor is IntervalAnchor.FROM_ENQUEUE
+    assert IntervalSpec(SECOND).anchor is IntervalAnchor.FIXED_RATE
