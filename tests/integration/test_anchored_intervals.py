@@ -15,6 +15,7 @@ from jobs.models import ResultVariable
 from runs.decisions import query
 from runs.ending import finish_run
 from runs.execution import execute
+from runs.locks import job_lock
 from runs.models import RunStatus, RunTrigger
 from runs.queue import set_maintenance
 from runs.services import create_run, start_run
@@ -100,6 +101,9 @@ def test_a_fire_time_skipped_behind_another_run_fires_again_an_interval_later(
     trigger = interval(job, anchor)
     manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0)
     assert start_run(manual, worker="w", now=T0 + 30 * SECOND)
+    # its live worker holds the job's lock: the lost-run check leaves it be
+    lock = job_lock(job.pk, run_id=manual.pk, ttl_s=600)
+    assert lock.acquire()
 
     tick(T0 + 60 * SECOND)
 
@@ -107,6 +111,7 @@ def test_a_fire_time_skipped_behind_another_run_fires_again_an_interval_later(
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + 120 * SECOND
     assert finish_run(manual, status=RunStatus.SUCCEEDED, now=T0 + 90 * SECOND)
+    lock.release()
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + 120 * SECOND
 

@@ -23,6 +23,7 @@ from jobs.models import Trigger
 from runs.decisions import query
 from runs.ending import finish_run
 from runs.execution import execute
+from runs.locks import job_lock
 from runs.models import RunStatus, RunTrigger
 from runs.services import create_run, start_run
 from runs.tick import run_tick
@@ -68,9 +69,22 @@ def interval(job, anchor, seconds=60):
 
 
 def busy(job, *, started_at):
+    """A run of `job` running since `started_at` on a live worker: it holds
+    the job's lock as its worker does. Without the lock the beat's lost-run
+    check, whenever its throttle lets it run in this process, marks it lost
+    and the job is no longer busy (seen in CI: the order of the files
+    decided)."""
     manual = create_run(job, trigger=RunTrigger.MANUAL, now=started_at)
     assert start_run(manual, worker="w", now=started_at)
+    manual.lock = job_lock(job.pk, run_id=manual.pk, ttl_s=600)
+    assert manual.lock.acquire()
     return manual
+
+
+def ended(run, *, now):
+    """The busy run ends as its worker ends it: recorded, then its lock freed."""
+    assert finish_run(run, status=RunStatus.SUCCEEDED, now=now)
+    run.lock.release()
 
 
 def test_the_next_time_is_the_enqueue_plus_n(claim_path, redis_client):
@@ -129,7 +143,7 @@ def test_a_busy_job_catches_the_due_time_up_once_after_the_run_then_now_plus_n(
         assert trigger.next_run_at == T0 + 60 * SECOND, "the due time must stay due"
     assert [d["kind"] for d in query(job_id=job.pk)].count("busy") == 1
 
-    assert finish_run(manual, status=RunStatus.SUCCEEDED, now=T0 + 240 * SECOND)
+    ended(manual, now=T0 + 240 * SECOND)
     tick(T0 + 241 * SECOND)
 
     caught = job.runs.exclude(pk=manual.pk).get()
