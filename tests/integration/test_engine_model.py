@@ -32,7 +32,7 @@ from hypothesis.stateful import (
 
 from jobs import takt_job
 from jobs.core.triggers import iter_fire_times
-from jobs.models import Job, QueueState, Trigger
+from jobs.models import Job, QueueState, ResultVariable, Trigger
 from jobs.services import pause_job, resume_job, set_jobs_enabled
 from jobs.specs import trigger_spec
 from jobs.testing import builtin_job_ids
@@ -41,6 +41,7 @@ from runs.cancel import cancel_run
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.queue import pause_queue, resume_queue, set_maintenance
+from runs.services import start_run
 from runs.signals import trigger_stalled
 from runs.tick import reset_periodic_passes, run_tick
 
@@ -84,8 +85,10 @@ FIXED = {"cron hourly", "cron 02:30", "cron */20", "every 25 min"}  # fire times
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 DONE = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
 
+DEAD_WORKER = "model-dead-worker"
+
 # What the model's job does when a worker runs it: set by the step.
-OUTCOME: dict[str, Any] = {"what": "succeed", "inside": None}
+OUTCOME: dict[str, Any] = {"what": "succeed", "code": 0, "inside": None}
 
 
 @takt_job("tests.model_step")
@@ -96,6 +99,7 @@ def model_step(job: Any) -> str:
         OUTCOME["inside"] = None
         inside()
     what = OUTCOME["what"]
+    job.set_result_code(OUTCOME["code"])
     if what == "fail":
         job.fail("the model says fail")
     if what == "time out":
@@ -124,9 +128,10 @@ class EngineModel(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         trigger_stalled.disconnect(dispatch_uid="engine-model")
-        OUTCOME.update(what="succeed", inside=None)
+        OUTCOME.update(what="succeed", code=0, inside=None)
         Run.objects.filter(job_id__in=self.jobs).delete()
         Job.objects.filter(pk__in=self.jobs).delete()
+        ResultVariable.objects.filter(name__startswith="model_").delete()
         QueueState.objects.update(paused=False, maintenance=False, paused_until=None)
 
     # --- set-up ------------------------------------------------------------------
@@ -152,8 +157,10 @@ class EngineModel(RuleBasedStateMachine):
     ) -> None:
         self.now = STARTS[start]
         for i, name in enumerate(schedules):
+            variable = ResultVariable.objects.create(name=f"model_{i}")
             job = Job.objects.create(
                 name=f"model job {i}",
+                result_variable=variable,
                 target="tests.model_step",
                 overlap_policy=overlap,
                 max_instances=2,
@@ -227,12 +234,24 @@ class EngineModel(RuleBasedStateMachine):
     @rule(
         outcome=st.sampled_from(["succeed", "fail", "time out"]),
         seconds=st.sampled_from([0, 20, 700]),
+        code=st.integers(0, 3),
     )
-    def worker_runs_the_next_run(self, outcome: str, seconds: int) -> None:
-        """A worker runs the first queued run; it ends after `seconds`."""
+    def worker_runs_the_next_run(self, outcome: str, seconds: int, code: int) -> None:
+        """A worker runs the first queued run; it ends after `seconds` with
+        result code `code`."""
         runs = self._startable()
         if runs:
+            OUTCOME["code"] = code
             self._execute(runs[0], outcome, seconds)
+
+    @rule()
+    def worker_dies_running_the_next_run(self) -> None:
+        """A worker claims the first queued run and dies before it takes
+        the job's lock: the beat's lost-run check must end it."""
+        runs = self._startable()
+        if runs:
+            with self._at():
+                start_run(runs[0], worker=DEAD_WORKER, now=self.now)
 
     @rule(
         outcome=st.sampled_from(["succeed", "fail"]),
@@ -248,6 +267,7 @@ class EngineModel(RuleBasedStateMachine):
         first = runs[0]
 
         def meanwhile() -> None:
+            self.variable_while_running(first)
             self.now += timedelta(seconds=seconds)
             self._tick()
             self.check_everything()
@@ -275,6 +295,7 @@ class EngineModel(RuleBasedStateMachine):
         with self._at(start):
             execute(run.pk, worker=f"model-worker-{run.pk}", clock=clock)
         self.now = max(end, self.now)
+        self.variable_after(run)
         if nested:
             OUTCOME.update(what=before["what"])
 
@@ -351,6 +372,24 @@ class EngineModel(RuleBasedStateMachine):
 
     # --- the invariants ------------------------------------------------------------
 
+    def variable_while_running(self, run: Run) -> None:
+        """F-32: the job's result variable is -1 while its run runs."""
+        value = ResultVariable.objects.get(writers=run.job_id).value
+        assert value == -1, f"run {run.pk} runs, its variable is {value}"
+
+    def variable_after(self, run: Run) -> None:
+        """F-32: a run that started and ended with a result code leaves it
+        in the variable (no other run of its job ran since it started)."""
+        run.refresh_from_db()
+        if run.started_at is None or run.result_code is None:
+            return
+        later = Run.objects.filter(job_id=run.job_id, started_at__gt=run.started_at).exists()
+        if not later:
+            value = ResultVariable.objects.get(writers=run.job_id).value
+            assert value == run.result_code, (
+                f"run {run.pk} ended {run.status} with code {run.result_code}, variable {value}"
+            )
+
     def check_everything(self) -> None:
         self.liveness()
         self.one_run_per_fire_time()
@@ -389,7 +428,12 @@ class EngineModel(RuleBasedStateMachine):
     @invariant()
     def exclusion(self) -> None:
         for job in Job.objects.filter(pk__in=self.jobs):
-            running = Run.objects.filter(job=job, status=RunStatus.RUNNING).count()
+            # A worker that died before it took the lock runs nothing.
+            running = (
+                Run.objects.filter(job=job, status=RunStatus.RUNNING)
+                .exclude(worker=DEAD_WORKER)
+                .count()
+            )
             allowed = job.max_instances if job.overlap_policy == "allow" else 1
             assert running <= allowed, f"job {job.pk} ({job.overlap_policy}) runs {running} at once"
 
