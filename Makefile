@@ -6,6 +6,8 @@
 #   make test [ARGS="-k x"]  the pytest suite (DATABASE_URL=postgres://... for PostgreSQL)
 #   make test-stress         make test with a CPU burner per core beside it
 #                            (TAKT_STRESS_ROUNDS=3: three times in a row)
+#   make test-model          the engine's model-based test, deep: TAKT_MODEL_EXAMPLES
+#                            random sequences (default 5000; docs/testing.md)
 #   make lint                ruff check + ruff format --check
 #   make screenshots         the browser tests on SQLite, saving docs/images/admin/*.png
 #   make chaos [ARGS=...]    the chaos test, long form (about 10 min; kills, Redis
@@ -17,7 +19,7 @@
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-stress lint screenshots chaos clean bench bench-quick
+.PHONY: help run test test-stress test-model lint screenshots chaos clean bench bench-quick
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -30,6 +32,11 @@ test:
 
 test-stress:
 	@bash deploy/dev/stress.sh $(ARGS)
+
+# One process (-n 0): the examples run one after another anyway.
+test-model:
+	@TAKT_MODEL_EXAMPLES=$${TAKT_MODEL_EXAMPLES:-5000} bash deploy/dev/test.sh -n 0 \
+		tests/integration/test_engine_model.py -q $(ARGS)
 
 lint:
 	@bash deploy/dev/lint.sh

@@ -196,17 +196,17 @@ def on_run_started(job_id: int, *, started_at: datetime) -> None:
 def on_run_finished(job_id: int, *, started_at: datetime | None, finished_at: datetime) -> None:
     """A run of the job ended (in any status): `from_finish` triggers that
     wait fire next at finished_at + N. A `from_start` trigger still waiting
-    (its run ended before it started: cancelled or refused while queued)
-    gets started_at + N of the run that ended, or finished_at + N. A fire
-    time the beat gave no run to start sets no trigger waiting: the claim
-    counts it as a run that started and ended then (runs/dispatch.py)."""
-    _release_waiting(
-        job_id,
-        {
-            core.IntervalAnchor.FROM_FINISH: finished_at,
-            core.IntervalAnchor.FROM_START: started_at or finished_at,
-        },
-    )
+    gets finished_at + N when the run that ended never started (its run,
+    cancelled or refused while queued). A run that did start moved the
+    `from_start` triggers at its start; one still waiting now waits for a
+    run claimed since, which sets it (started_at + N here would be a fire
+    time claimed already). A fire time the beat gave no run to start sets
+    no trigger waiting: the claim counts it as a run that started and
+    ended then (runs/dispatch.py)."""
+    at_by_anchor = {core.IntervalAnchor.FROM_FINISH: finished_at}
+    if started_at is None:
+        at_by_anchor[core.IntervalAnchor.FROM_START] = finished_at
+    _release_waiting(job_id, at_by_anchor)
 
 
 def _release_waiting(job_id: int, at_by_anchor: dict[core.IntervalAnchor, datetime]) -> None:

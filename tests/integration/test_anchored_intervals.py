@@ -144,3 +144,32 @@ def test_a_run_refused_when_the_worker_starts_it_sets_the_next_time_by_its_end(
 
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + 122 * SECOND
+
+
+def test_an_earlier_run_ending_leaves_a_from_start_trigger_waiting_for_its_own_run(
+    claim_path, redis_client
+):
+    """Found by the model-based test (tests/integration/test_engine_model.py):
+    a run that started before the claim and ends after it set the
+    `from_start` trigger, which waited for the claim's queued run, to its
+    own start + N, a fire time already claimed. The next claim's run then
+    hit the unique key and the trigger waited for no run at all (stalled
+    until the stalled-schedule check). The earlier run's start moved the
+    trigger already; only the claim's run moves it now."""
+    job = make_job("report", overlap_policy="buffer_one")
+    trigger = interval(job, "from_start")
+    manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0 + 50 * SECOND)
+    assert start_run(manual, worker="w", now=T0 + 50 * SECOND)  # before the claim
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 60 * SECOND  # the start moved it (as before)
+
+    tick(T0 + 60 * SECOND)
+    waiting = job.runs.get(trigger=RunTrigger.SCHEDULE)
+    assert waiting.status == RunStatus.QUEUED
+    assert finish_run(manual, status=RunStatus.SUCCEEDED, now=T0 + 90 * SECOND)
+
+    trigger.refresh_from_db()
+    assert trigger.next_run_at is None  # still waits for its own run's start
+    assert start_run(waiting, worker="w", now=T0 + 100 * SECOND)
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 160 * SECOND
