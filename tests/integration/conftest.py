@@ -11,10 +11,13 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import redis
 import time_machine
 
+import runs.dispatch
 from jobs.models import Job, Trigger
+from runs.tick import run_tick
 
 SECOND = timedelta(seconds=1)
 
@@ -124,3 +127,25 @@ def job_form_fields(job: Job) -> dict[str, Any]:
         if getattr(job, flag):
             data[flag] = "on"
     return data
+
+
+@pytest.fixture(params=["bulk", "row_by_row"])
+def claim_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a claim is written: the bulk statements and, after a race
+    or on a database without RETURNING from bulk inserts, row by row (a
+    test asks for it by name)."""
+
+    if request.param == "row_by_row":
+
+        def bulk(**kwargs: Any) -> Any:
+            raise runs.dispatch._RowByRow
+
+        monkeypatch.setattr(runs.dispatch, "_claim_in_bulk", bulk)
+    return str(request.param)
+
+
+def beat_tick(at: datetime) -> float:
+    """One beat tick at `at` (the clock travels there too); returns the
+    seconds the beat would sleep."""
+    with time_machine.travel(at, tick=False):
+        return run_tick(now=at)

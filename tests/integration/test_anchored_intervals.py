@@ -8,9 +8,7 @@ fire again at now + N. Through the real beat tick, bulk and row by row."""
 from __future__ import annotations
 
 import pytest
-import time_machine
 
-import runs.dispatch
 from jobs.models import ResultVariable
 from runs.decisions import query
 from runs.ending import finish_run
@@ -19,8 +17,7 @@ from runs.locks import job_lock
 from runs.models import RunStatus, RunTrigger
 from runs.queue import set_maintenance
 from runs.services import create_run, start_run
-from runs.tick import run_tick
-from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, beat_tick, clock, make_job, make_trigger, utc
 
 T0 = utc(2026, 6, 1, 8, 0)
 # Real commits: the decision log's entries go out after each commit.
@@ -29,22 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ANCHORS = ["from_start", "from_finish"]
 
 
-@pytest.fixture(params=["bulk", "row_by_row"])
-def claim_path(request, monkeypatch):
-    """Both ways a claim is written: the bulk statements and, after a race
-    or on a database without RETURNING from bulk inserts, row by row."""
-    if request.param == "row_by_row":
-
-        def bulk(**kwargs):
-            raise runs.dispatch._RowByRow
-
-        monkeypatch.setattr(runs.dispatch, "_claim_in_bulk", bulk)
-    return request.param
-
-
-def tick(at):
-    with time_machine.travel(at, tick=False):
-        run_tick(now=at)
+tick = beat_tick
 
 
 def interval(job, anchor):

@@ -26,9 +26,8 @@ from runs.execution import execute
 from runs.locks import job_lock
 from runs.models import RunStatus, RunTrigger
 from runs.services import create_run, start_run
-from runs.tick import run_tick
 from tests.integration.api_helpers import SessionClient, user_with
-from tests.integration.conftest import SECOND, clock, make_job, make_trigger, utc
+from tests.integration.conftest import SECOND, beat_tick, clock, make_job, make_trigger, utc
 from tests.integration.test_admin import change_url, job_form, trigger_row
 from tests.integration.test_api_jobs import JOB_PERMS
 
@@ -45,21 +44,7 @@ def _fresh_busy_notes():
     runs.busy._NOTED.clear()
 
 
-@pytest.fixture(params=["bulk", "row_by_row"])
-def claim_path(request, monkeypatch):
-    if request.param == "row_by_row":
-
-        def bulk(**kwargs):
-            raise runs.dispatch._RowByRow
-
-        monkeypatch.setattr(runs.dispatch, "_claim_in_bulk", bulk)
-    return request.param
-
-
-def tick(at):
-    """One beat tick at `at`; returns the seconds the beat would sleep."""
-    with time_machine.travel(at, tick=False):
-        return run_tick(now=at)
+tick = beat_tick
 
 
 def interval(job, anchor, seconds=60):
