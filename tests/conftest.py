@@ -89,10 +89,20 @@ def _no_connection_left_by_the_module(
     own. One left open is found here, naming the file, rather than at the
     end, where it kept the test database from being dropped."""
     yield
-    if request.path.parent.name == "unit" or not _on_postgresql():
+    if request.path.parent.name == "unit" or not _on_postgresql() or not _test_database_made():
         return
     with django_db_blocker.unblock():
         _no_session_left(f"after {request.path.name}", only_this_process=True)
+
+
+def _test_database_made() -> bool:
+    """Whether this process made its test database yet: a file whose tests
+    use none (the embedded project's, its processes on their own database)
+    may be the first this xdist worker runs, and the database the settings
+    name before that ("takt") is not the suite's to connect to."""
+    from django.db import connection
+
+    return str(connection.settings_dict["NAME"]).startswith("test_")
 
 
 def _on_postgresql() -> bool:
