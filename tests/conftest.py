@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import redis
 import tests.sample_jobs  # noqa: F401  (registers the sample callables)
 from jobs.testing import RedisMissing, private_redis, takt_settings
 from tests import durations
+from tests.live_fixtures import emptied_retried
 from tests.processes import free_port
 
 # The fixtures Takt ships for its users' suites (F-96): `takt`, `takt_redis_url`.
@@ -320,21 +320,12 @@ def _flush_retried() -> Iterator[None]:
     PostgreSQL can pick the TRUNCATE as the victim of that lock wait. The
     emptying is tried again after a moment, as an operator would, instead
     of failing the test that just passed."""
-    from django.core.management.base import CommandError
-    from django.db import DatabaseError
     from django.test import TransactionTestCase
 
     original = TransactionTestCase._fixture_teardown
 
     def teardown(self: TransactionTestCase) -> None:
-        for attempt in range(4):
-            try:
-                original(self)
-                break
-            except CommandError as exc:
-                if attempt == 3 or not isinstance(exc.__cause__, DatabaseError):
-                    raise
-                time.sleep(0.5 * (attempt + 1))
+        emptied_retried(lambda: original(self))
         _restore_migrated_rows()
 
     TransactionTestCase._fixture_teardown = teardown  # type: ignore[method-assign]

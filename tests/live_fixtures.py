@@ -52,6 +52,24 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         time.sleep(0.1)
 
 
+def emptied_retried(empty: Callable[[], object]) -> None:
+    """Call `empty` (a flush of the test database) and, when PostgreSQL
+    picked its TRUNCATE as the victim of a lock wait with a live process of
+    the test (tests/conftest.py `_flush_retried`), call it again after a moment, up to
+    four times in all."""
+    from django.core.management.base import CommandError
+    from django.db import DatabaseError
+
+    for attempt in range(4):
+        try:
+            empty()
+            return
+        except CommandError as exc:
+            if attempt == 3 or not isinstance(exc.__cause__, DatabaseError):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+
+
 def holds_for(predicate: Callable[[], Any], seconds: float, what: str) -> None:
     """Poll `predicate` every 0.1 s for `seconds` seconds: it must stay
     truthy the whole time (AssertionError naming `what` when it does not).

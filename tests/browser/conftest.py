@@ -53,6 +53,7 @@ from tests.browser.pages import Shot, log_in
 from tests.live_fixtures import (  # noqa: F401  (fixtures)
     _stop_what_the_test_started,
     beat,
+    emptied_retried,
     live_env,
     live_log_dir,
     serve_web,
@@ -143,7 +144,9 @@ def _content_types_keep_their_ids(django_db_setup: Any, django_db_blocker: Any) 
     from django.core.management import call_command
 
     with django_db_blocker.unblock():
-        call_command("flush", interactive=False, reset_sequences=True, verbosity=0)
+        emptied_retried(
+            lambda: call_command("flush", interactive=False, reset_sequences=True, verbosity=0)
+        )
     yield
 
 

@@ -83,11 +83,16 @@ def test_sigterm_finishes_the_running_run_and_gives_back_the_one_not_started(
 
         # A worker acks a run's message after the task returned, a moment
         # after the run's row says it ended (seen in CI: read too early).
-        wait_until(
-            lambda: not held(running) and not held(received),
-            10,
-            "both runs' messages to be acknowledged (gone from kombu's unacked)",
-        )
+        try:
+            wait_until(
+                lambda: not held(running) and not held(received),
+                10,
+                "both runs' messages to be acknowledged (gone from kombu's unacked)",
+            )
+        except AssertionError:
+            print("unacked:", client.hgetall("unacked"), "queue:", client.lrange("takt", 0, -1))
+            print("marks:", client.get(mark_key(running.pk)), client.get(mark_key(received.pk)))
+            raise
         holds_for(
             lambda: executions(path) == Counter({running.pk: 1, received.pk: 1}),
             0.5,
