@@ -272,9 +272,19 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 PROCESS_KEYS = ("alive:", "redis:since")
 
 
+# kombu's Redis transport: the messages workers received and did not
+# acknowledge (a worker SIGKILLed by a test leaves them for 12 h).
+KOMBU_UNACKED = ("unacked", "unacked_index", "unacked_mutex")
+
+
 def forget_takt_keys() -> None:
     """Delete Takt's keys (TAKT_KEY_PREFIX) in the private Redis but the
-    live processes' own (PROCESS_KEYS); Celery's queues stay."""
+    live processes' own (PROCESS_KEYS), and the broker's messages: the
+    queues' lists and kombu's unacknowledged set. Run ids start again
+    (flushes with reset_sequences, SQLite's rollbacks), so a message an
+    earlier test left would stand for a run of this one (seen in CI: the
+    warm-shutdown test found a SIGKILLed worker's takt-run-5 in `unacked`).
+    The queues' bindings stay: a module's live worker declared them."""
     from django.conf import settings
 
     from runs.locks import get_redis
@@ -287,8 +297,13 @@ def forget_takt_keys() -> None:
         for k in client.scan_iter(match=prefix + "*", count=1000)
         if not k.decode().startswith(keep)
     ]
-    if keys:
-        client.delete(*keys)
+    keys += [k.encode() for k in KOMBU_UNACKED]
+    keys += [
+        k
+        for k in client.scan_iter(count=1000, _type="list")
+        if not k.decode(errors="replace").startswith(prefix)
+    ]
+    client.delete(*keys)
 
 
 @pytest.fixture(autouse=True)

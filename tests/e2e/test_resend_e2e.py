@@ -19,6 +19,7 @@ from runs.marks import mark_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.services import enqueue_job
 from tests.e2e.conftest import wait_until
+from tests.live_fixtures import holds_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -71,8 +72,11 @@ def test_runs_whose_messages_a_redis_flush_wiped_each_execute_once(
         wait_until(lambda: done(ids), 30, "the 10 runs to be re-sent and succeed")
         elapsed = time.monotonic() - started
         print(f"flushed runs all succeeded {elapsed:.1f} s after the beat started")
-        time.sleep(1)  # a late second delivery would show now
-        assert executions(path) == Counter({run_id: 1 for run_id in ids})
+        holds_for(  # a late second delivery would show in this window
+            lambda: executions(path) == Counter({run_id: 1 for run_id in ids}),
+            1.0,
+            "each flushed run executed once",
+        )
         # The beat's first look starts the clock of Redis's data; the grace
         # (alive TTL + 2 s) and a sweep later they are sent.
         assert elapsed < ALIVE_TTL_S + 2 + 8, elapsed
@@ -119,10 +123,11 @@ def test_runs_a_killed_worker_had_prefetched_run_once(
         wait_until(lambda: done(ids), 30, "the prefetched runs to run again")
         elapsed = time.monotonic() - killed
         print(f"prefetched runs succeeded {elapsed:.1f} s after the kill")
-        time.sleep(1)
-        counts = executions(path)
-        assert [counts[i] for i in ids] == [1, 1]
-        assert counts[long_run.pk] == 1
+        holds_for(
+            lambda: [executions(path)[i] for i in [*ids, long_run.pk]] == [1, 1, 1],
+            1.0,
+            "each prefetched run, and the killed long one, executed once",
+        )
         # Its liveness key expires (ALIVE_TTL_S), then the next sweep sends
         # them; the other worker's start-up (~3 s here) is included.
         assert elapsed < ALIVE_TTL_S + 12, elapsed
