@@ -109,7 +109,7 @@ def resend_lost_messages(*, now: datetime, batch: int = RESEND_BATCH) -> int:
     if not page:
         return 0
     grace = settings.TAKT_WORKER_ALIVE_TTL_SECONDS + ALIVE_GRACE_MARGIN_S
-    age = data_age_seconds(now=now)
+    age = data_age_seconds()
     if age < grace:
         log.info("lost messages: not looked for, Redis's data is only %.1f s old", age)
         return 0

@@ -17,7 +17,6 @@ import logging
 import threading
 
 from django.conf import settings
-from django.utils import timezone
 from redis import RedisError
 
 from runs.locks import get_redis
@@ -49,7 +48,7 @@ class Liveness:
         try:
             pipe = get_redis().pipeline(transaction=False)
             pipe.set(self.key, "1", ex=self.ttl_s)
-            note_data_start(pipe, now=timezone.now())
+            note_data_start(pipe)
             pipe.execute()
         except Exception:
             log.exception("could not renew the liveness key of worker %s", self.hostname)

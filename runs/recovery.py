@@ -79,7 +79,7 @@ def recover_lost_runs(
         runs = list(candidates.filter(after).select_related("job")[:batch])
         if not runs:
             return
-        if first and _redis_too_young(runs, now=now):
+        if first and _redis_too_young(runs):
             counts["waited"] = 1
             if unjudged is not None:
                 unjudged.update(candidates.order_by().values_list("job_id", flat=True).distinct())
@@ -111,8 +111,8 @@ def lost_candidates(*, now: datetime) -> QuerySet[Run]:
     )
 
 
-def _redis_too_young(runs: list[Run], *, now: datetime) -> bool:
-    age_s = data_age_seconds(now=now)
+def _redis_too_young(runs: list[Run]) -> bool:
+    age_s = data_age_seconds()
     grace_s = settings.TAKT_LOCK_TTL_SECONDS + 1
     if age_s >= grace_s:
         return False

@@ -257,11 +257,11 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     (runs/redis_age.py): the grace that the lost-run and lost-message checks
     wait out after a Redis loss is over. Tests of the grace delete
     since_key() or flush."""
-    from runs.redis_age import since_key
+    from runs.redis_age import set_data_age
 
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
-    client.set(since_key(), "0.000")
+    set_data_age(client, 365 * 86400)
     yield client
     client.close()
 

@@ -43,7 +43,7 @@ from runs.cancel import cancel_run
 from runs.execution import execute
 from runs.models import Run, RunStatus, RunTrigger
 from runs.queue import pause_queue, resume_queue, set_maintenance
-from runs.redis_age import since_key
+from runs.redis_age import set_data_age
 from runs.services import start_run
 from runs.signals import trigger_stalled
 from runs.tick import reset_periodic_passes, run_tick
@@ -144,7 +144,7 @@ class EngineModel(RuleBasedStateMachine):
         QueueState.objects.update(**QUEUE_AT_REST)
         client = redis.Redis.from_url(django_settings.REDIS_URL)
         client.flushdb()
-        client.set(since_key(), "0.000")
+        set_data_age(client, 365 * 86400)
         client.close()
 
     def _stalled(self, sender: Any, stalled: Any, **kwargs: Any) -> None:

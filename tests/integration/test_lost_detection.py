@@ -23,7 +23,7 @@ from jobs.models import Job
 from runs.locks import job_lock
 from runs.models import Run, RunStatus, RunTrigger
 from runs.recovery import LOST_MESSAGE, _mark_lost, check_lost_runs, lost_candidates
-from runs.redis_age import since_key
+from runs.redis_age import set_data_age, since_key
 from runs.tick import run_tick
 from tests.integration.conftest import SECOND, broker_task_ids, make_job, make_trigger, utc
 from tests.integration.conftest import running_run as make_running_run
@@ -116,10 +116,13 @@ def test_right_after_a_redis_flush_nothing_is_marked_until_the_grace_is_over(red
 
     caplog.set_level(logging.INFO, logger="takt.maintenance")
     assert check_lost_runs(now=NOW) == {"waited": 1}  # the data is 0 s old
+    assert "lost-run check waits: Redis's data is 0.0 s old" in caplog.text
+    # The age is Redis's own (runs/redis_age.py): its clock moves on.
+    set_data_age(redis_client, TTL.total_seconds())
     assert check_lost_runs(now=NOW + TTL) == {"waited": 1}  # 30 s: less than TTL + 1 s
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
-    assert "lost-run check waits: Redis's data is 0.0 s old" in caplog.text
 
+    set_data_age(redis_client, (TTL + SECOND).total_seconds())
     assert check_lost_runs(now=NOW + TTL + SECOND) == {"lost": 1}
     assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
 
@@ -131,6 +134,7 @@ def test_a_live_keeper_that_re_took_its_lock_within_the_grace_keeps_its_run(redi
     assert check_lost_runs(now=NOW) == {"waited": 1}
     assert job_lock(job.pk, run_id=run.pk).acquire()  # the keeper's next renewal
 
+    set_data_age(redis_client, (TTL + SECOND).total_seconds())  # Redis's clock moved on
     assert check_lost_runs(now=NOW + TTL + SECOND) == {"locked": 1}
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
 
@@ -252,6 +256,7 @@ def test_a_skip_job_is_not_skipped_behind_a_run_the_check_cannot_judge_yet(
     assert Run.objects.filter(job=other, status=RunStatus.QUEUED).count() == 1
     assert runs.tick._unjudged == {blocked.pk}
 
+    set_data_age(redis_client, (TTL + 2 * SECOND).total_seconds())  # on Redis's clock
     tick(NOW + TTL + 2 * SECOND)  # older than TTL + 1 s: judged at the very next tick
 
     assert Run.objects.get(pk=dead.pk).status == RunStatus.LOST

@@ -14,7 +14,7 @@ from runs.marks import alive_key, mark_key
 from runs.models import Run, RunStatus, RunTrigger
 from runs.publish import publish_runs
 from runs.receivers import task_failure
-from runs.redis_age import since_key
+from runs.redis_age import set_data_age, since_key
 from runs.tasks import execute_run
 from tests.integration.conftest import SECOND, broker_task_ids, make_job, utc
 
@@ -28,7 +28,7 @@ GRACE = 12 * SECOND  # TAKT_WORKER_ALIVE_TTL_SECONDS (10) + the margin (2)
 @pytest.fixture
 def broker(redis_client):
     """The private Redis, its data a day old (no grace in the way)."""
-    redis_client.set(since_key(), f"{(T0 - 86400 * SECOND).timestamp():.3f}")
+    set_data_age(redis_client, 86400)
     return redis_client
 
 
@@ -133,8 +133,10 @@ def test_after_a_flush_nothing_is_sent_again_until_the_grace_is_over_then_all_lo
     broker.flushdb()  # a Redis restart without persistence: messages, marks, liveness gone
 
     assert resend_lost_messages(now=flushed_at) == 0  # starts the clock of Redis's data
+    set_data_age(broker, (GRACE - SECOND).total_seconds())  # the age is on Redis's clock
     assert resend_lost_messages(now=flushed_at + GRACE - SECOND) == 0
     assert broker_task_ids(broker) == []
+    set_data_age(broker, GRACE.total_seconds())
     assert resend_lost_messages(now=flushed_at + GRACE) == 3
     assert sorted(broker_task_ids(broker)) == sorted(task_id(r) for r in runs)
 
@@ -146,7 +148,8 @@ def test_the_grace_also_covers_workers_whose_liveness_key_is_not_back_yet(broker
 
     with override_settings(TAKT_WORKER_ALIVE_TTL_SECONDS=4):
         assert resend_lost_messages(now=T0 + AFTER + SECOND) == 0
-        assert resend_lost_messages(now=T0 + AFTER + 7 * SECOND) == 1  # 4 + 2 s later
+        set_data_age(broker, 6)  # 4 + 2 s later, on Redis's clock
+        assert resend_lost_messages(now=T0 + AFTER + 7 * SECOND) == 1
 
 
 def test_an_idle_system_asks_redis_nothing(broker):
