@@ -18,11 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from heartbeats.core.status import HeartbeatState
 from heartbeats.models import Heartbeat
 from heartbeats.services import check_overdue
+from runs.clock import now as shared_now
+from runs.clock import skew_s
 from runs.outage import OUTAGE, drop_connection, is_db_outage
 
 log = logging.getLogger("takt.heartbeats")
@@ -73,7 +76,7 @@ class BeatReporter:
             return
         self._last = time.monotonic()
         try:
-            report_process(self.name, now=now, detail=self.detail)
+            report_process(self.name, now=now, detail=self.detail + clock_detail())
             for check in self.checks:
                 check(now=now)
         except Exception as exc:
@@ -122,6 +125,16 @@ class LiveProcess:
         return int(value[0]) if value and value[0].isdigit() else 0
 
     @property
+    def clock_skew_s(self) -> float | None:
+        """How far its own clock was ahead of the database's (negative:
+        behind), as it reported it (None: it did not measure, runs.clock)."""
+        value = self.detail.partition(" clock=")[2].split()[:1]
+        try:
+            return float(value[0]) if value else None
+        except ValueError:
+            return None
+
+    @property
     def queues(self) -> frozenset[str] | None:
         """The queues a worker consumes, as it reported them (None: a worker
         of an older Takt, which did not say)."""
@@ -140,6 +153,14 @@ def live_processes(prefix: str, *, now: datetime) -> list[LiveProcess]:
         last_run_at__gte=now - timedelta(seconds=PROCESS_DEADLINE_S),
     ).order_by("name")
     return [LiveProcess(r.name, r.last_run_at, r.last_result) for r in rows if r.last_run_at]
+
+
+def clock_detail() -> str:
+    """` clock=+90.0`: this process's clock less the database's, as last
+    measured (runs.clock), when it measures it."""
+    if settings.TAKT_CLOCK != "database":
+        return ""
+    return f" clock={skew_s():+.1f}"
 
 
 def worker_detail(concurrency: int, queues: Iterable[str] | None = None) -> str:
@@ -176,12 +197,11 @@ def start_worker_reporter(
 
     def loop() -> None:
         from django.db import close_old_connections
-        from django.utils import timezone
 
         while True:
             try:
                 close_old_connections()
-                report_process(name, now=timezone.now(), detail=detail)
+                report_process(name, now=shared_now(), detail=detail + clock_detail())
                 OUTAGE.recovered()
             except Exception as exc:
                 _report_failed(exc, "the worker's heartbeat could not be written")

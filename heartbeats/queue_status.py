@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Min
 
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, live_processes
@@ -14,6 +15,10 @@ from jobs.models import QueueState, Trigger
 from runs import lock_files
 from runs.models import Run, RunStatus
 from runs.slots import global_limit
+
+
+def is_off(skew_s: float | None) -> bool:
+    return skew_s is not None and abs(skew_s) > float(settings.TAKT_CLOCK_SKEW_WARN_SECONDS)
 
 
 def queue_status(*, now: datetime) -> dict[str, Any]:
@@ -25,7 +30,9 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
     (TAKT_MAX_CONCURRENCY, the global limit; None: no limit) and pool_size
     (the live workers' pool sizes added up); active_count (running runs),
     queued_count (runs waiting to start, held ones included); the live beats
-    and workers."""
+    and workers, each with its clock's skew from the database's as it
+    reported it (None: not measured) and whether that is over
+    TAKT_CLOCK_SKEW_WARN_SECONDS."""
     state = QueueState.objects.filter(pk=1).first()
     paused = bool(state and state.paused)
     counts = dict(
@@ -56,6 +63,8 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
             {
                 "name": b.name,
                 "scheduler_enabled": b.scheduler_enabled,
+                "clock_skew_s": b.clock_skew_s,
+                "clock_off": is_off(b.clock_skew_s),
                 "last_seen_at": b.last_seen_at,
             }
             for b in beats
@@ -65,6 +74,8 @@ def queue_status(*, now: datetime) -> dict[str, Any]:
                 "name": w.name,
                 "concurrency": w.concurrency,
                 "queues": None if w.queues is None else sorted(w.queues),
+                "clock_skew_s": w.clock_skew_s,
+                "clock_off": is_off(w.clock_skew_s),
                 "last_seen_at": w.last_seen_at,
             }
             for w in workers

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from heartbeats.alerts import raise_alert, resolve_alert
+from heartbeats.clock_skew import check_clock_skew
 from heartbeats.job_events import on_run_running_long, on_run_started
 from heartbeats.processes import BeatReporter, beat_name, start_worker_reporter
 from heartbeats.services import check_overdue, heartbeat_with_end, on_run_finished
@@ -56,7 +57,7 @@ def beat_ticked(sender: object = None, now: Any = None, **kwargs: object) -> Non
             BeatReporter(
                 beat_name(settings.TAKT_BEAT_NAME, socket.gethostname()),
                 scheduler_enabled=bool(settings.TAKT_SCHEDULER_ENABLED),
-                checks=(check_overdue, check_unread_queues),
+                checks=(check_overdue, check_unread_queues, check_clock_skew),
             )
         )
     _beat_reporter[0].maybe_report(now=now)

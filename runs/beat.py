@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from jobs import registry
 from jobs.models import Job
+from runs.clock import now as shared_now
 from runs.outage import (
     MAX_BACKOFF_S,
     OUTAGE,
@@ -72,7 +73,6 @@ class TaktScheduler(Scheduler):
         declaration raises ImproperlyConfigured naming the key and field,
         which stops the beat before it schedules anything."""
         from django.conf import settings
-        from django.utils import timezone
 
         beat_schedule = dict(self.app.conf.beat_schedule or {})
         if beat_schedule and settings.TAKT_CELERY_BEAT_SCHEDULE == "refuse":
@@ -98,7 +98,7 @@ class TaktScheduler(Scheduler):
             return
         from jobs.declared import sync_declared_jobs
 
-        report = sync_declared_jobs(now=timezone.now())
+        report = sync_declared_jobs(now=shared_now())
         log.info("jobs declared in code: %s", report.summary())
 
     def _finish_tick_on_stop(self) -> None:
@@ -140,7 +140,6 @@ class TaktScheduler(Scheduler):
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         """One pass; returns the seconds to sleep before the next one."""
-        from django.utils import timezone
 
         poll = float(settings.TAKT_POLL_SECONDS)
         if self._connection is None:
@@ -150,7 +149,7 @@ class TaktScheduler(Scheduler):
         self._in_tick = True
         try:
             with self._connection.use():
-                now = timezone.now()
+                now = shared_now()
                 wait = run_tick(now=now)
                 # The beat's own heartbeat and the overdue check (F-61, F-62):
                 # heartbeats listens, every REPORT_EVERY_S.

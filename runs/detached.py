@@ -38,13 +38,13 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.utils import timezone
 from redis import RedisError
 
 from jobs.core.command import ResultCodeAt
 from jobs.policies import TimeoutAction
 from jobs.variables import ResultCode
 from runs.autosave import Autosave
+from runs.clock import now as shared_now
 from runs.commands import CommandNotStarted, exit_code, follow, spec_at_start, start_command
 from runs.context import JobContext, JobFailed, context_for
 from runs.decisions import Decision, record
@@ -150,7 +150,7 @@ class DetachedRun:
     def _started(self, *, at_start: bool) -> None:
         """The program runs: its slots go back, its result code is taken if
         the job says so, and the starting task may return."""
-        now = timezone.now()
+        now = shared_now()
         run = self.run
         if self.lock.members:
             try:
@@ -189,7 +189,7 @@ class DetachedRun:
     def _end(self, outcome: Outcome) -> None:
         run = self.run
         outcome.output = self.ctx.output()
-        ended_at = timezone.now()
+        ended_at = shared_now()
         counted = outcome.status
         try:
             recorded = retry_through_outage(

@@ -44,7 +44,6 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.utils import timezone
 from redis import RedisError
 
 from jobs.core.rules import Overlap
@@ -54,6 +53,7 @@ from jobs.specs import notify_events, overlap_rules
 from jobs.variables import ResultCode
 from runs.autosave import Autosave
 from runs.children import has_children
+from runs.clock import now as shared_now
 from runs.commands import CommandNotStarted, run_command, spec_at_start
 from runs.context import JobFailed, context_for
 from runs.decisions import Decision, record
@@ -88,7 +88,7 @@ def execute(
     run_id: int,
     *,
     worker: str,
-    clock: Callable[[], datetime] = timezone.now,
+    clock: Callable[[], datetime] = shared_now,
     claim_wait_s: float | None = None,
 ) -> str | None:
     """Run `run_id` if it is still queued (see the module docstring).
@@ -148,7 +148,7 @@ def execute(
 def _release_waiting(run: Run) -> None:
     try:
         retry_through_outage(
-            lambda: release_waiting(now=timezone.now()), what="sending the runs waiting for a slot"
+            lambda: release_waiting(now=shared_now()), what="sending the runs waiting for a slot"
         )
     except RedisError:  # the next beat tick sends them
         log.exception("could not send the runs waiting for a slot", extra=_extra_of(run))

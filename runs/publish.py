@@ -20,6 +20,7 @@ from django.db import transaction
 from jobs.policies import DEFAULT_QUEUE, JobKind, TimeoutAction
 from jobs.registry import is_celery_task
 from runs.broker import declare_priorities, is_amqp
+from runs.clock import now as shared_now
 from runs.core.broker import message_priority
 from runs.marks import mark_sent
 from runs.models import EXECUTE_RUN_TASK, Run, RunStatus, task_id_for
@@ -201,6 +202,4 @@ def _batch(producer: Any, size: int) -> AbstractContextManager[Any]:
 
 def publish_after_commit(run_ids: list[Run | int]) -> None:
     """Publish once the surrounding transaction commits (at once if none)."""
-    from django.utils import timezone
-
-    transaction.on_commit(lambda: publish_runs(run_ids, now=timezone.now()))
+    transaction.on_commit(lambda: publish_runs(run_ids, now=shared_now()))

@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 from django.utils.translation import gettext
 
 from jobs.errors import (
@@ -29,6 +28,7 @@ from jobs.services import on_run_started
 from jobs.specs import allowed_in_maintenance
 from jobs.validation import check_params_size
 from runs import decisions
+from runs.clock import now as shared_now
 from runs.core.admission import Admission, Decision
 from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.models import Run, RunStatus, RunTrigger
@@ -219,7 +219,7 @@ def enqueue_job(
     priority, run_at, trigger or dedupe_key, and for a run due now
     MaintenanceMode, QueuePaused or ConditionNotMet (F-32) when it cannot
     start."""
-    now = now or timezone.now()
+    now = now or shared_now()
     if not isinstance(job, Job):
         try:
             job = Job.objects.get(pk=job)

@@ -1,5 +1,5 @@
-"""One beat tick as a plain function of `now` (the beat process's clock is
-read once per tick in runs.beat)."""
+"""One beat tick as a plain function of `now` (the one clock, runs.clock,
+is read once per tick in runs.beat)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from functools import cache
 from django.conf import settings
 from django.db import connection
 from django.db.models import Min
-from django.utils import timezone
 
 from jobs import registry
 from jobs.models import QueueState, Trigger
 from jobs.services import resume_due_jobs
 from runs import lock_files
+from runs.clock import now as shared_now
 from runs.decisions import record
 from runs.delivery import resend_lost_messages
 from runs.dispatch import claim_due_runs
@@ -59,7 +59,7 @@ def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float
     elif wait <= 0:
         busy = _claim(now=now, maintenance=maintenance, defer_jobs=waiting_jobs | hold_jobs)
         claimed = True
-        wait = seconds_until_next_fire(now=timezone.now())
+        wait = seconds_until_next_fire(now=shared_now())
         if waiting_jobs or hold_jobs or busy:  # due times stay due: look again at the next poll
             wait = max(wait, float(settings.TAKT_POLL_SECONDS))
     if unpublished or claimed:  # the claim may have left some: the sweep looks
@@ -94,7 +94,7 @@ def _claim(
             held=held,
         )
         held |= frozenset(claimed.held)
-        publish_runs(claimed.to_publish, now=timezone.now())
+        publish_runs(claimed.to_publish, now=shared_now())
         record(claimed.decisions)
         for job_id, name, skipped in claimed.capped:
             catchup_capped.send(sender=None, job_id=job_id, job_name=name, skipped=skipped, now=now)

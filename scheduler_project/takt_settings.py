@@ -162,6 +162,8 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_SCHEDULER_ENABLED": (True, _bool),
     "TAKT_BEAT_NAME": ("", _text),
     "TAKT_LOCK_TTL_SECONDS": (30, _number(int, 3, 3600)),
+    "TAKT_CLOCK": ("database", _choice("database", "local")),
+    "TAKT_CLOCK_SKEW_WARN_SECONDS": (2.0, _number(float, 0.1, 3600)),
     "TAKT_LOST_CHECK_SECONDS": (5, _number(int, 1, 3600)),
     "TAKT_REPUBLISH_AFTER_SECONDS": (15, _number(int, 1, 3600)),
     "TAKT_RESEND_AFTER_SECONDS": (30, _number(int, 1, DAY)),

@@ -108,6 +108,7 @@ def live_env(
         TAKT_LOCK_TTL_SECONDS="3",
         TAKT_REPUBLISH_AFTER_SECONDS="3",
         TAKT_WATCH_FILES="true",  # the beats watch folders (tests/e2e/test_file_triggers_e2e.py)
+        TAKT_CLOCK="database",  # as in production; the test process's own reads its clock
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )

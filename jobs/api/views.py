@@ -245,9 +245,16 @@ class JobViewSet(
         return Response(JobSerializer(self.get_object(), context={"request": request}).data)
 
 
+CLOCK_SKEW_HELP = (
+    "Seconds its own clock was ahead of the database's (negative: behind) when it last"
+    " reported; null: it does not measure it (TAKT_CLOCK=local, SQLite reports 0)."
+)
+
+
 class LiveBeatSerializer(serializers.Serializer):
     name = serializers.CharField()
     scheduler_enabled = serializers.BooleanField(help_text="Its TAKT_SCHEDULER_ENABLED.")
+    clock_skew_s = serializers.FloatField(allow_null=True, help_text=CLOCK_SKEW_HELP)
     last_seen_at = serializers.DateTimeField()
 
 
@@ -259,6 +266,7 @@ class LiveWorkerSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The queues it consumes (-Q); null: a worker of an older Takt did not say.",
     )
+    clock_skew_s = serializers.FloatField(allow_null=True, help_text=CLOCK_SKEW_HELP)
     last_seen_at = serializers.DateTimeField()
 
 

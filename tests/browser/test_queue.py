@@ -107,25 +107,32 @@ def test_maintenance_mode_is_switched_on_with_a_note_and_off(page: Page) -> None
     assert not queue_state().maintenance
 
 
-def test_the_beats_table_shows_each_live_beats_scheduler_switch(page: Page) -> None:
-    """The switch as each beat reports it (TAKT_SCHEDULER_ENABLED), with the
-    time it was last seen in the browser's zone."""
+def test_the_beats_table_shows_each_live_beats_scheduler_switch_and_clock(page: Page) -> None:
+    """The switch as each beat reports it (TAKT_SCHEDULER_ENABLED), how far
+    each process's clock is from the database's (issue 28: over
+    TAKT_CLOCK_SKEW_WARN_SECONDS, 2 s, it stands out), with the time it was
+    last seen in the browser's zone."""
     seen_at = timezone.now().replace(microsecond=0)
-    report_process("beat@host-a", now=seen_at, detail="scheduler=on")
-    report_process("beat@host-b", now=seen_at, detail="scheduler=off")
-    report_process("worker:celery@host-a", now=seen_at, detail="concurrency=4")
+    report_process("beat@host-a", now=seen_at, detail="scheduler=on clock=+0.2")
+    report_process("beat@host-b", now=seen_at, detail="scheduler=off clock=+90.0")
+    report_process("worker:celery@host-a", now=seen_at, detail="concurrency=4 clock=-3.5")
+    report_process("worker:celery@host-c", now=seen_at, detail="concurrency=2")
 
     page.goto(QUEUE)
 
     times_localized(page)
     seen = in_new_york(seen_at)
     assert cell_texts(page.locator("#takt-beats tbody tr")) == [
-        ["beat@host-a", "on", seen],
-        ["beat@host-b", "off (TAKT_SCHEDULER_ENABLED=false)", seen],
+        ["beat@host-a", "on", "+0.2 s", seen],
+        ["beat@host-b", "off (TAKT_SCHEDULER_ENABLED=false)", "+90.0 s", seen],
     ]
     assert cell_texts(page.locator("#takt-workers tbody tr")) == [
-        ["worker:celery@host-a", "4", seen]
+        ["worker:celery@host-a", "4", "-3.5 s", seen],
+        ["worker:celery@host-c", "2", "—", seen],
     ]
+    off = page.locator(".takt-clock.takt-status-failed")
+    expect(off).to_have_count(2)
+    expect(off.first).to_have_text("+90.0 s")
     expect(page.locator("tr", has_text="Scheduling")).to_contain_text(
         "on (at least one live beat dispatches by schedule)"
     )
