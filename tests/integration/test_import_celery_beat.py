@@ -339,6 +339,9 @@ def manage(*args: str, database: Path, var: Path) -> subprocess.CompletedProcess
     )
 
 
+# Three fresh Django processes (a migrate and two imports): on a loaded
+# 2-core machine their start-up alone once passed the default 60 s.
+@pytest.mark.timeout(180)
 def test_a_database_that_does_not_exist_or_has_no_tables_is_named_without_a_traceback(tmp_path):
     takt = tmp_path / "takt.sqlite3"
     assert manage("migrate", "-v0", database=takt, var=tmp_path).returncode == 0
