@@ -73,8 +73,10 @@ def test_a_skew_over_the_limit_is_said_once_and_its_end_once(database_clock, cap
             clock.current_offset_s()
             ticks.at += 1
     assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
-    assert caplog.records[0].getMessage().startswith(
-        "this machine's clock is 90.0 s ahead of the database's"
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith("this machine's clock is 90.0 s ahead of the database's")
     )
     assert "TAKT_CLOCK_SKEW_WARN_SECONDS, 2 s" in caplog.records[0].getMessage()
 
