@@ -53,7 +53,8 @@ class BackfillResult:
     already_ran: int = 0
     skipped_reason: str = ""
     # The enabled triggers whose fire times backfill does not list, each
-    # "trigger #7 (…): interval_anchor: why" (jobs/core/backfill.py).
+    # "interval_anchor: trigger #7 (…) lists no fire times to backfill: why"
+    # (jobs/core/backfill.py).
     unlisted: list[str] = field(default_factory=list)
 
 
