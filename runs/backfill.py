@@ -1,7 +1,15 @@
 """Backfill (F-101): runs for every fire time of a job in a past range.
 
 1. The fire times of the job's enabled triggers in [start, end] are listed
-   (at most MAX_FIRE_TIMES, else the request is refused naming `end`).
+   (at most MAX_FIRE_TIMES, else the request is refused naming `end`): the
+   times the beat fires on (jobs/core/backfill.py). A fixed-rate interval
+   without start_at is listed on the grid through its next_run_at (else its
+   last fire time), not from the range's start; an interval anchored on the
+   enqueue, a run's start or its end lists none (its runs set its times,
+   and every one the beat reached is recorded): it is named in
+   `BackfillResult.unlisted`, and `backfill_fire_times`, which the command
+   and the admin's operation call first, refuses a job whose clocked
+   triggers are all such, naming the trigger and `interval_anchor`.
 2. A fire time that already has a run is left alone and counted: a
    backfill never runs a time twice. It is looked up, and its run made,
    by the fire time's key (jobs.specs.fire_time_key: with jitter, the fire
@@ -18,16 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
+from jobs.core.backfill import NoBackfillTimes, iter_backfill_times
 from jobs.core.rules import Overlap
-from jobs.core.triggers import iter_fire_times
+from jobs.core.triggers import UNCLOCKED
 from jobs.errors import InvalidInput
-from jobs.models import Job
-from jobs.specs import fire_time_key, trigger_spec
+from jobs.i18n import error_text
+from jobs.models import Job, Trigger
+from jobs.specs import fire_time_key, trigger_description, trigger_spec
 from runs.core.admission import Admission
 from runs.models import Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit
@@ -42,36 +52,77 @@ class BackfillResult:
     created: list[int] = field(default_factory=list)
     already_ran: int = 0
     skipped_reason: str = ""
+    # The enabled triggers whose fire times backfill does not list, each
+    # "interval_anchor: trigger #7 (…) lists no fire times to backfill: why"
+    # (jobs/core/backfill.py).
+    unlisted: list[str] = field(default_factory=list)
 
 
-def backfill_fire_times(job: Job, *, start: datetime, end: datetime) -> list[datetime]:
-    """The job's fire times in [start, end], sorted, duplicates removed."""
-    return sorted({fire for fire, _key in _keyed_fire_times(job, start=start, end=end)})
+@dataclass
+class _Listing:
+    keyed: list[tuple[datetime, datetime]]  # (fire time, key), sorted, one per key
+    unlisted: list[str]
+    refusal: InvalidInput | None  # every clocked trigger is unlisted
 
 
-def _keyed_fire_times(
-    job: Job, *, start: datetime, end: datetime
-) -> list[tuple[datetime, datetime]]:
-    """(fire time, key) of each enabled trigger's fire times in [start, end],
-    sorted, one per key. Raises InvalidInput naming "start" or "end"
-    for a bad range or one of more than MAX_FIRE_TIMES fire times."""
+def backfill_fire_times(
+    job: Job, *, start: datetime, end: datetime, now: datetime | None = None
+) -> list[datetime]:
+    """The job's fire times in [start, end], sorted, duplicates removed: the
+    plan the command and the admin's operation show and then backfill.
+    Raises InvalidInput as `backfill` does (`end` after `now` only when
+    `now` is given), and also when no trigger of the job has fire times a
+    backfill can list (an interval anchored on the enqueue, a run's start
+    or its end: the error names the trigger and `interval_anchor`)."""
+    if now is not None and end > now:
+        raise InvalidInput("end", gettext("must not be in the future"))
+    listing = _list(job, start=start, end=end)
+    if listing.refusal is not None:
+        raise listing.refusal
+    return sorted({fire for fire, _key in listing.keyed})
+
+
+def _list(job: Job, *, start: datetime, end: datetime) -> _Listing:
+    """Each enabled trigger's fire times in [start, end] with their keys.
+    Raises InvalidInput naming "start" or "end" for a bad range or one of
+    more than MAX_FIRE_TIMES fire times."""
     if start.tzinfo is None or end.tzinfo is None:
         name = "start" if start.tzinfo is None else "end"
         raise InvalidInput(name, gettext("must include a time zone"))
     if end < start:
         raise InvalidInput("end", gettext("must not be before the start"))
     keyed: dict[datetime, datetime] = {}
-    for trigger in job.triggers.filter(enabled=True):
-        for fire in iter_fire_times(trigger_spec(trigger), after=start - timedelta(microseconds=1)):
-            if fire > end:
-                break
-            keyed.setdefault(fire_time_key(trigger, fire), fire)
-            if len(keyed) > MAX_FIRE_TIMES:
-                text = gettext(
-                    "the range holds more than %(max)d fire times; backfill a shorter one"
-                )
-                raise InvalidInput("end", text % {"max": MAX_FIRE_TIMES})
-    return sorted((fire, key) for key, fire in keyed.items())
+    unlisted: list[tuple[Trigger, NoBackfillTimes]] = []
+    clocked = 0
+    for trigger in job.triggers.filter(enabled=True).order_by("pk"):
+        spec = trigger_spec(trigger)
+        clocked += not isinstance(spec, UNCLOCKED)
+        through = trigger.next_run_at or trigger.last_fired_at  # the beat's grid
+        try:
+            for fire in iter_backfill_times(spec, start=start, end=end, through=through):
+                keyed.setdefault(fire_time_key(trigger, fire), fire)
+                if len(keyed) > MAX_FIRE_TIMES:
+                    text = gettext(
+                        "the range holds more than %(max)d fire times; backfill a shorter one"
+                    )
+                    raise InvalidInput("end", text % {"max": MAX_FIRE_TIMES})
+        except NoBackfillTimes as exc:
+            unlisted.append((trigger, exc))
+    refusal = None
+    if unlisted and len(unlisted) == clocked:
+        first, why = unlisted[0]
+        refusal = InvalidInput(why.field, _unlisted_text(first, why))
+    return _Listing(
+        sorted((fire, key) for key, fire in keyed.items()),
+        [f"{why.field}: {_unlisted_text(t, why)}" for t, why in unlisted],
+        refusal,
+    )
+
+
+def _unlisted_text(trigger: Trigger, exc: NoBackfillTimes) -> str:
+    text = gettext("trigger #%(id)s (%(trigger)s) lists no fire times to backfill: %(why)s")
+    why = error_text(exc)  # in the reader's language
+    return text % {"id": trigger.pk, "trigger": trigger_description(trigger), "why": why}
 
 
 def backfill(
@@ -89,16 +140,21 @@ def backfill(
     `fire_times`: the job's fire times in the range, if the caller listed
     them already (backfill_fire_times). `on_progress(handled, total)` is
     called as fire times are handled (a run created, or one found): first
-    for those that already had a run, then per run created."""
+    for those that already had a run, then per run created. A trigger whose
+    fire times are not listed (an interval anchored on the enqueue, a run's
+    start or its end) adds none and is named in `result.unlisted`; unlike
+    backfill_fire_times, this does not refuse a job that has only such
+    triggers: it creates nothing for it."""
     if end > now:
         raise InvalidInput("end", gettext("must not be in the future"))
-    keyed = _keyed_fire_times(job, start=start, end=end)
+    listing = _list(job, start=start, end=end)
+    keyed = listing.keyed
     if fire_times is None:
         fire_times = sorted({fire for fire, _key in keyed})
     else:  # the times listed before (an operation's plan): only those
         listed = set(fire_times)
         keyed = [(fire, key) for fire, key in keyed if fire in listed]
-    result = BackfillResult(fire_times=fire_times)
+    result = BackfillResult(fire_times=fire_times, unlisted=listing.unlisted)
     report = on_progress or (lambda handled, total: None)
     keys = [key for _fire, key in keyed]
     done = set(

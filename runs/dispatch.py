@@ -18,7 +18,8 @@
    An interval anchored on a run's start or finish waits (next_run_at
    NULL) for its run to set the next time; when the claim makes no run
    that will start (condition not met, refused in maintenance, skipped by
-   the overlap policy) it fires next an interval after now instead.
+   the overlap policy, or its run exists already and has ended) it fires
+   next an interval after now instead.
    An interval anchored on the enqueue (after_enqueue) of a busy job whose
    overlap policy runs one run at a time is not claimed: its due time
    stays due (runs/busy.py); the claim after the job's runs end catches
@@ -50,14 +51,22 @@ from jobs.core.missed import (
     compute_next_without_run,
 )
 from jobs.core.rules import Overlap
+from jobs.core.triggers import IntervalAnchor
 from jobs.models import QueueState, ResultVariable, Trigger
-from jobs.specs import allowed_in_maintenance, fire_time_key, missed_run_rules, trigger_spec
+from jobs.policies import TriggerKind
+from jobs.specs import (
+    RUN_ANCHORS,
+    allowed_in_maintenance,
+    fire_time_key,
+    missed_run_rules,
+    trigger_spec,
+)
 from runs.busy import held_until, split_busy
 from runs.core.admission import Admission
 from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.core.start import condition_met, condition_text
 from runs.decisions import Decision, record
-from runs.models import Run, RunStatus, RunTrigger
+from runs.models import ACTIVE_STATUSES, Run, RunStatus, RunTrigger
 from runs.overlap import activity, admit, cancel_active_runs, revoke_after_commit
 from runs.statements import advance_triggers, insert_runs
 from runs.variables import job_condition
@@ -323,7 +332,13 @@ def _gets_no_run(claim: Claim, runs: list[Run]) -> bool:
     return all(run.status == RunStatus.SKIPPED for run in runs)
 
 
-def _reschedule(trigger: Trigger, *, now: datetime, result: ClaimResult) -> None:
+def _reschedule(
+    trigger: Trigger,
+    *,
+    now: datetime,
+    result: ClaimResult,
+    why: str = "no run starts for this fire time",
+) -> None:
     """Defect 1 of issue 27: the fire time counts as a run that started and
     ended at `now` (jobs.core.missed.compute_next_without_run), so the
     trigger fires again instead of waiting for good. Guarded by NULL: a run
@@ -333,7 +348,7 @@ def _reschedule(trigger: Trigger, *, now: datetime, result: ClaimResult) -> None
         return
     Trigger.objects.filter(pk=trigger.pk, next_run_at__isnull=True).update(next_run_at=nxt)
     detail = (
-        f"no run starts for this fire time: the interval ({trigger.interval_anchor})"
+        f"{why}: the interval ({trigger.interval_anchor})"
         f" counts from now and fires next at {nxt.isoformat()}"
     )
     result.decisions.append(Decision("rescheduled", trigger.job_id, None, trigger.pk, detail, now))
@@ -522,12 +537,14 @@ def _claim_one(
     runs = _runs_for(trigger, claim, now=now, load=load)
     if _gets_no_run(claim, runs):
         _reschedule(trigger, now=now, result=result)
+    duplicates: list[Run] = []
     for run in runs:
         try:
             with transaction.atomic():  # a savepoint: a duplicate key spoils only this insert
                 run.save(force_insert=True)
         except IntegrityError:
             result.lost_races += 1
+            duplicates.append(run)
             log.info(
                 "fire time %s of job %s already has a run",
                 run.scheduled_for,
@@ -536,3 +553,32 @@ def _claim_one(
             )
             continue
         _collect(run, result, now=now)
+    if duplicates and _left_waiting(trigger, claim, runs, duplicates):
+        taken = duplicates[-1].scheduled_for.isoformat()
+        _reschedule(trigger, now=now, result=result, why=f"fire time {taken} already has a run")
+
+
+def _left_waiting(trigger: Trigger, claim: Claim, runs: list[Run], duplicates: list[Run]) -> bool:
+    """Whether a claim whose insert met the unique key (job, scheduled_for)
+    left an interval anchored on a run's start or finish with no next fire
+    time and no run to set one. The claim set next_run_at to NULL for the
+    run it made; that run was a duplicate, so none of this claim's runs
+    will start. A run of the job (the fire time's existing one, or another)
+    sets it only if it has not started yet (`from_start`: its start, or its
+    end if it never starts) or has not ended (`from_finish`: its end).
+    Without one, the fire time counts as a run that started and ended at
+    the claim (claim + N), as for any claim that makes no run that will
+    start."""
+    anchor = trigger.interval_anchor
+    if trigger.kind != TriggerKind.INTERVAL or anchor not in RUN_ANCHORS:
+        return False  # its claim set next_run_at (None: a once trigger that fired)
+    if claim.next_run_at is not None or _gets_no_run(claim, runs):
+        return False  # the claim set it, or _reschedule did already
+    taken = {id(run) for run in duplicates}
+    if any(run.status != RunStatus.SKIPPED for run in runs if id(run) not in taken):
+        return False  # a run this claim made will set it
+    if anchor == IntervalAnchor.FROM_START:
+        setters = Run.objects.filter(job_id=trigger.job_id, status=RunStatus.QUEUED)
+    else:
+        setters = Run.objects.filter(job_id=trigger.job_id, status__in=ACTIVE_STATUSES)
+    return not setters.exists()

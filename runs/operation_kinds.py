@@ -105,6 +105,8 @@ def backfill_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
         )
         done += len(times)
         job.progress(done, total, f"{target}: done")
+        for line in result.unlisted:
+            job.log(f"{target}: not listed: {line}")
         counts.update(
             fire_times=len(times), created=len(result.created), already_ran=result.already_ran
         )

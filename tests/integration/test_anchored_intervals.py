@@ -11,10 +11,11 @@ import pytest
 
 from jobs.models import ResultVariable
 from runs.decisions import query
+from runs.dispatch import claim_due_runs
 from runs.ending import finish_run
 from runs.execution import execute
 from runs.locks import job_lock
-from runs.models import RunStatus, RunTrigger
+from runs.models import Run, RunStatus, RunTrigger
 from runs.queue import set_maintenance
 from runs.services import create_run, start_run
 from tests.integration.conftest import SECOND, beat_tick, clock, make_job, make_trigger, utc
@@ -155,3 +156,73 @@ def test_an_earlier_run_ending_leaves_a_from_start_trigger_waiting_for_its_own_r
     assert start_run(waiting, worker="w", now=T0 + 100 * SECOND)
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + 160 * SECOND
+
+
+# --- a fire time whose run exists already (the claim's duplicate-key path) -----
+
+
+def recorded_run(job, *, status, started_at=None, finished_at=None):
+    """The fire time T0 + 60 s's run, made before the beat claims it (a
+    backfill's, or a row restored by hand): the claim's insert meets the
+    unique key (job, scheduled_for), and the bulk claim falls back to
+    claiming row by row."""
+    return Run.objects.create(
+        job=job, trigger=RunTrigger.CATCHUP, status=status, scheduled_for=T0 + 60 * SECOND,
+        enqueued_at=T0, started_at=started_at, finished_at=finished_at,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_fire_time_whose_run_already_ended_fires_again_an_interval_later(
+    anchor, claim_path, redis_client
+):
+    """The claim set next_run_at to NULL for its run to set; its run was a
+    duplicate and the existing one had ended: before the fix no run would
+    ever set it (only the stalled-schedule check, later, with an alert)."""
+    job = make_job("report")
+    trigger = interval(job, anchor)
+    recorded_run(job, status=RunStatus.SUCCEEDED, started_at=T0, finished_at=T0 + SECOND)
+
+    result = claim_due_runs(now=T0 + 61 * SECOND, limit=10)
+
+    assert job.runs.count() == 1 and result.lost_races == 1
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + 121 * SECOND, "the trigger never fires again"
+    [said] = [d.detail for d in result.decisions if d.kind == "rescheduled"]
+    assert said.startswith(f"fire time {(T0 + 60 * SECOND).isoformat()} already has a run")
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_fire_time_whose_run_waits_to_start_is_left_for_that_run_to_set(
+    anchor, claim_path, redis_client
+):
+    job = make_job("report", overlap_policy="allow", max_instances=2)
+    trigger = interval(job, anchor)
+    existing = recorded_run(job, status=RunStatus.QUEUED)
+
+    claim_due_runs(now=T0 + 61 * SECOND, limit=10)
+
+    trigger.refresh_from_db()
+    assert job.runs.count() == 1 and trigger.next_run_at is None  # the queued run sets it
+    assert start_run(existing, worker="w", now=T0 + 70 * SECOND)
+    assert finish_run(existing, status=RunStatus.SUCCEEDED, now=T0 + 80 * SECOND)
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + (130 if anchor == "from_start" else 140) * SECOND
+
+
+@pytest.mark.parametrize(("anchor", "then"), [("from_start", 121), ("from_finish", 150)])
+def test_a_fire_time_whose_run_is_running_fires_at_its_end_or_an_interval_after_the_claim(
+    anchor, then, claim_path, redis_client
+):
+    """A run that started already set a `from_start` trigger at its start
+    and will not again: the claim counts as a run then (claim + N). A
+    `from_finish` trigger waits for that run's end."""
+    job = make_job("report", overlap_policy="buffer_one")
+    trigger = interval(job, anchor)
+    existing = recorded_run(job, status=RunStatus.RUNNING, started_at=T0 + 50 * SECOND)
+
+    claim_due_runs(now=T0 + 61 * SECOND, limit=10)
+    assert finish_run(existing, status=RunStatus.SUCCEEDED, now=T0 + 90 * SECOND)
+
+    trigger.refresh_from_db()
+    assert job.runs.count() == 1 and trigger.next_run_at == T0 + then * SECOND

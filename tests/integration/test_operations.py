@@ -339,3 +339,20 @@ def test_the_import_command_prints_the_plan_on_stdout_and_progress_on_stderr(tmp
     assert progress[0] == "import_jobs: 0 of 10 (0 %): checking job 1 (key 'k0', name 'n0')"
     assert progress[-1] == "import_jobs: 10 of 10 (100 %): checked 10 job(s), 0 problem(s)"
     assert len(progress) == 11  # a line per 10 %
+
+
+def test_a_backfill_of_a_job_whose_only_trigger_is_anchored_on_a_run_fails_naming_it():
+    ok = hourly_job("ok")
+    anchored = make_job("after the end")
+    trigger = make_trigger(anchored, created_at=T0, kind="interval", interval_seconds=3600,
+                           interval_anchor="from_finish")  # fmt: skip
+
+    with pytest.raises(JobFailed) as caught:
+        performed("backfill", jobs=[ok.pk, anchored.pk], start=T0.isoformat(),
+                  end=(T0 + HOUR).isoformat())  # fmt: skip
+
+    message = str(caught.value)
+    assert message.startswith("backfill failed for 1 of 2 job(s): ")
+    assert f"after the end (#{anchored.pk}): interval_anchor: trigger #{trigger.pk} (" in message
+    assert "an interval anchored 'from_finish' has no fire times of its own" in message
+    assert ok.runs.count() == 2 and not anchored.runs.exists()

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from jobs.errors import TaktError
 from jobs.models import Job
-from runs.backfill import backfill
+from runs.backfill import backfill, backfill_fire_times
 from runs.connectivity import require_redis
 from runs.progress import TerminalProgress
 
@@ -43,18 +43,25 @@ class Command(BaseCommand):
         # The raw stream: Django would colour progress on stderr like an error.
         progress = TerminalProgress(options.get("stderr") or sys.stderr, "backfill")
         try:
+            # The plan first: it refuses a job none of whose triggers has
+            # fire times to backfill (an interval anchored on a run), by name.
+            now = timezone.now()
+            fire_times = backfill_fire_times(job, start=start, end=end, now=now)
             result = backfill(
                 job,
                 start=start,
                 end=end,
-                now=timezone.now(),
+                now=now,
                 dry_run=options["dry_run"],
+                fire_times=fire_times,
                 on_progress=None
                 if options["dry_run"]
                 else lambda handled, total: progress(handled, total, "fire times handled"),
             )
         except TaktError as exc:
             raise CommandError(str(exc)) from None
+        for line in result.unlisted:
+            self.stdout.write(f"not listed: {line}")
         times = len(result.fire_times)
         self.stdout.write(
             f"{times} fire time(s) in the range; {result.already_ran} already have a run"
