@@ -215,6 +215,7 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     recorded)."""
     job = run.job
     ctx = context_for(run)
+    ctx.fencing_token = getattr(lock, "fence", None)  # to pass to what the job writes to (F-113)
     watch = TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
     long_run = LongRunWatch(run) if "long_run" in notify_events(run.job) else None
     autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)

@@ -146,13 +146,17 @@ def cancel_key(run_id: int | None) -> str:
 class JobLock:
     """One owner's hold on a job's lock. `ttl_ms` is the lease length.
     `members`: the slot sets (runs/slots.py) that hold the token too,
-    renewed and released with the lock."""
+    renewed and released with the lock. `fence`: the run's fencing token,
+    set when runs/slots.acquire_start took the lock (F-113): it grows with
+    every start of the job, so a system the job writes to can refuse the
+    writes of a run older than the last one it saw."""
 
     key: str
     ttl_ms: int
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     client: redis.Redis = field(default_factory=get_redis)
     members: tuple[str, ...] = ()
+    fence: int | None = None
 
     def acquire(self) -> bool:
         return bool(self.client.set(self.key, self.token, nx=True, px=self.ttl_ms))

@@ -205,6 +205,12 @@ def append(job: Any) -> str:
     return "appended"
 
 
+@takt_job("tests.fence")
+def fence(job: Any) -> int | None:
+    """Returns the run's fencing token (F-113)."""
+    return job.fencing_token
+
+
 @takt_job("tests.steps")
 def steps(job: Any) -> int:
     """Writes a line per step, "<run id> <pid> step <n> <wall time>", to the
