@@ -156,3 +156,49 @@ def test_a_paused_worker_that_wakes_before_the_beat_looks_records_its_run_lost(
     assert run.message.startswith(f"{head}no renewal for "), run.message
     assert run.message.endswith("; stopped on its worker"), run.message
     assert run.duration_s is None  # as for every lost run
+
+
+def test_a_job_that_ignores_the_stop_for_its_lost_lock_is_killed_after_the_grace(
+    start_process, redis_client
+):
+    # As a cancelled run that ignores its stop: the pool child is killed
+    # TAKT_CANCEL_GRACE_SECONDS after the job was told, its end recorded first.
+    grace_s = 1
+    job = Job.objects.create(
+        name="stubborn", target="tests.stubborn", params={"seconds": 60}, overlap_policy="skip"
+    )
+    worker = start_process("worker", concurrency=1, TAKT_CANCEL_GRACE_SECONDS=str(grace_s))
+    run = enqueue_job(job, trigger=RunTrigger.MANUAL)
+    wait_until(
+        lambda: (
+            redis_client.exists(job_lock_key(job.pk))
+            and Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).exclude(output="").exists()
+        ),
+        30,
+        "the run to hold its job lock and save its first line",
+    )
+
+    os.killpg(worker.pid, signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: not redis_client.exists(job_lock_key(job.pk)),
+            LOCK_TTL_S + 10,
+            "the paused worker's job lock to expire",
+        )
+    finally:
+        woke_at = time.monotonic()
+        os.killpg(worker.pid, signal.SIGCONT)
+    wait_until(
+        lambda: Run.objects.get(pk=run.pk).status != RunStatus.RUNNING,
+        grace_s + 10,
+        "the stubborn run's end",
+    )
+    ended_s = time.monotonic() - woke_at
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.LOST, (run.status, run.message)
+    assert run.message.endswith("; stopped on its worker; killed: it ignored the stop")
+    assert "ignored SoftTimeLimitExceeded" in run.output  # it was told first
+    assert grace_s <= ended_s < grace_s + 2, ended_s
+    killing = f"run {run.pk} lost its job lock and still runs {grace_s} s after it was told to stop"
+    wait_until(lambda: killing in worker.log(), 10, "the worker's line about the kill")
