@@ -72,8 +72,8 @@ def command_env(ctx: JobContext, spec: CommandSpec) -> dict[str, str]:
     """The command's environment: the worker's, the job's additions, and
     the run's facts: TAKT_RUN_ID, TAKT_JOB_ID, TAKT_JOB_NAME, TAKT_TRIGGER,
     TAKT_PARAMS (the run's params as JSON), TAKT_PARAM_<NAME> for each
-    param (a string as it is, anything else as JSON) and, on a worker,
-    TAKT_FENCING_TOKEN (F-113)."""
+    param (a string as it is, anything else as JSON) and TAKT_FENCING_TOKEN
+    (F-113; left out when the context has none)."""
     env = {**os.environ, **spec.env}
     env.update(
         TAKT_RUN_ID=str(ctx.run_id),

@@ -195,6 +195,7 @@ def test_a_job_that_ignores_the_stop_for_its_lost_lock_is_killed_after_the_grace
     )
     ended_s = time.monotonic() - woke_at
 
+    print(f"paused worker, stubborn job: ended {ended_s:.3f} s after waking (grace {grace_s} s)")
     run.refresh_from_db()
     assert run.status == RunStatus.LOST, (run.status, run.message)
     assert run.message.endswith("; stopped on its worker; killed: it ignored the stop")
