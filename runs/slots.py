@@ -67,7 +67,8 @@ BUSY = "busy"  # every slot of the job's lock is taken
 # -7 a group waits for an exclusive run, -8 the global limit; detail: a
 # member holding what it waits for. A start also returns the run's fencing
 # token: the job's counter, one more than the last or Redis's TIME in
-# microseconds if that is more (so it still grows after Redis lost it).
+# microseconds if that is more (so it still grows after Redis lost it, or
+# after the counter of a job that did not start for 7 days expired).
 _ACQUIRE = """
 local token, ttl, allowed = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local nslots, glimit, excl = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
@@ -134,7 +135,7 @@ if ARGV[9] ~= '' then
 end
 local fence = math.max((tonumber(redis.call('get', KEYS[9])) or 0) + 1,
   tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('set', KEYS[9], string.format('%.0f', fence))
+redis.call('set', KEYS[9], string.format('%.0f', fence), 'EX', 604800)
 return {1, tostring(slot), string.format('%.0f', fence)}
 """
 

@@ -181,6 +181,7 @@ def test_each_start_of_a_job_gets_a_larger_fencing_token_even_after_redis_lost_t
     other_job, _ = acquire_start(8, run_id=4)  # a job of its own: its own counter
 
     assert fences[0] < fences[1] < fences[2]
+    assert 0 < redis_client.ttl(fence_key(7)) <= 7 * 24 * 3600  # a deleted job's goes away
     assert fences[0] >= redis_now_ms(redis_client) * 1000 - 60_000_000  # Redis's µs, or more
     redis_client.flushdb()  # a restart without persistence: the counter is gone
     lock, _ = acquire_start(7, run_id=5)
