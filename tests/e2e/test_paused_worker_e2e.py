@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from django.utils import timezone
 
 from jobs.models import Job
+from runs.cancel import cancel_run
 from runs.execution import LOST_STOPPED
 from runs.locks import job_lock_key
 from runs.models import Run, RunStatus, RunTrigger
@@ -35,24 +37,28 @@ LOST_CHECK_S = 1  # the beat's TAKT_LOST_CHECK_SECONDS
 STOP_BOUND_S = 1.0  # issue 28: stopped within a second of waking
 
 
-def lines(path: Path) -> list[list[str]]:
-    """The job's lines, split: run id, pid, "step" n or "end" what, wall time."""
-    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+def lines(path: Path, run: Run | None = None) -> list[list[str]]:
+    """The job's lines (of `run`'s body only, if given), split: run id,
+    pid, "step" n or "end" what, wall time."""
+    found = [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+    return [p for p in found if run is None or p[0] == str(run.pk)]
 
 
-def long_skip_job(path: Path) -> Job:
+def long_skip_job(path: Path, *, max_retries: int = 0) -> Job:
     return Job.objects.create(
         name="long skip job",
         target="tests.steps",
         params={"path": str(path), "seconds": 60, "step_s": 0.05},
         overlap_policy="skip",
-        max_retries=0,
+        max_retries=max_retries,
+        retry_backoff_s=1,
+        retry_jitter=0,
     )
 
 
 def holding_and_stepping(run: Run, path: Path, client: redis.Redis) -> bool:
     """The run is running, holds its job's lock and its body has taken a few steps."""
-    steps = [p for p in lines(path) if p[2] == "step"]
+    steps = [p for p in lines(path, run) if p[2] == "step"]
     running = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).exists()
     return running and len(steps) >= 5 and bool(client.exists(job_lock_key(run.job_id)))
 
@@ -65,10 +71,10 @@ def wake_and_time_the_stop(worker_pid: int, run: Run, path: Path) -> tuple[float
     os.killpg(worker_pid, signal.SIGCONT)
 
     def end_line() -> list[str] | None:
-        return next((p for p in lines(path) if p[2] == "end"), None)
+        return next((p for p in lines(path, run) if p[2] == "end"), None)
 
     end = wait_until(end_line, 15, f"the body of run {run.pk} to stop after its worker woke")
-    after = [p for p in lines(path) if p[2] == "step" and float(p[-1]) >= woke_at]
+    after = [p for p in lines(path, run) if p[2] == "step" and float(p[-1]) >= woke_at]
     return float(end[-1]) - woke_at, end, len(after)
 
 
@@ -76,10 +82,11 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
     start_process, beat, redis_client, tmp_path
 ):
     # The issue's scenario: the beat marks the paused worker's run lost
-    # while it sleeps; on waking the body stops within a second, and the
-    # run stays as the beat recorded it (never `succeeded`).
+    # while it sleeps and its retry runs on the other worker; on waking the
+    # paused body stops within a second (before the fix it ran on beside
+    # its retry), and the run stays as the beat recorded it.
     path = tmp_path / "steps.log"
-    job = long_skip_job(path)
+    job = long_skip_job(path, max_retries=1)
     worker = start_process("worker", concurrency=1)
     checker = beat(TAKT_LOST_CHECK_SECONDS=str(LOST_CHECK_S))
     run = enqueue_job(job, trigger=RunTrigger.MANUAL)
@@ -88,6 +95,7 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
         30,
         "the run to hold its job lock and take steps",
     )
+    start_process("worker", concurrency=1)  # the survivor, which takes the retry
 
     os.killpg(worker.pid, signal.SIGSTOP)  # the worker and its pool child
     try:
@@ -95,6 +103,12 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
             lambda: Run.objects.get(pk=run.pk).status == RunStatus.LOST,
             LOCK_TTL_S + LOST_CHECK_S + 15,
             "the beat to mark the paused worker's run lost",
+        )
+        retry = Run.objects.get(retry_of=run)
+        wait_until(
+            lambda: holding_and_stepping(retry, path, redis_client),
+            30,
+            "the retry to hold the job's lock and take steps on the other worker",
         )
     except BaseException:
         os.killpg(worker.pid, signal.SIGCONT)
@@ -104,7 +118,12 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
     print(f"paused worker: body stopped {stopped_s:.3f} s after waking, {steps_after} steps")
     assert end[3] == "SoftTimeLimitExceeded", end  # stopped as a cancel stops it
     assert stopped_s < STOP_BOUND_S, stopped_s
-    assert steps_after <= 2, steps_after
+    assert steps_after <= 2, steps_after  # beside its retry, which goes on:
+    assert Run.objects.get(pk=retry.pk).status == RunStatus.RUNNING
+    cancel_run(retry.pk, by="the test", now=timezone.now())
+    wait_until(
+        lambda: any(p[2] == "end" for p in lines(path, retry)), 15, "the retry's body to stop"
+    )
     lost_line = f"lock {job_lock_key(job.pk)} was lost before the run ended: no renewal for"
     wait_until(lambda: lost_line in worker.log(), 10, "the worker's line about the lost lock")
     wait_until(
@@ -113,10 +132,10 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
         "the worker to give up its end to the beat's record",
     )
     run.refresh_from_db()
-    assert (run.status, run.message) == (RunStatus.LOST, LOST_MESSAGE)
+    assert (run.status, run.message) == (RunStatus.LOST, f"{LOST_MESSAGE}; retry 1 of 1 in 1 s")
     assert f"run {run.pk} of job {job.pk} lost" in checker.log()
     assert f"run {run.pk} of job {job.pk} ended succeeded" not in worker.log()
-    assert len({p[1] for p in lines(path)}) == 1  # one process: stopped, not killed
+    assert len({p[1] for p in lines(path, run)}) == 1  # one process: stopped, not killed
 
 
 def test_a_paused_worker_that_wakes_before_the_beat_looks_records_its_run_lost(
