@@ -1,4 +1,5 @@
-"""Stopping a cancelled run's process: the worker's side of runs/cancel.py.
+"""Stopping a cancelled run's process (the worker's side of runs/cancel.py),
+or a run whose lock is gone.
 
 A running run learns that it was cancelled in two ways, so that a missed
 one still stops it:
@@ -13,6 +14,10 @@ one still stops it:
    TAKT_LOCK_TTL_SECONDS) and calls `CancelWatch`: it saves the output so
    far on the cancelled run and, if the job has not been told yet (a worker
    that missed the broadcast), sends SIGUSR1 to its own process.
+
+A run whose job lock is lost (F-113: its worker was paused longer than the
+lock's TTL, or another owner holds the lock; runs/locks.py) is stopped the
+same way by `LostWatch`, which its lock keeper calls at once.
 
 TAKT_CANCEL_GRACE_SECONDS after the job was told, a run still inside its
 callable (it caught the exception and went on) is killed: the watch saves
