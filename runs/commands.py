@@ -71,8 +71,9 @@ def spec_at_start(job: Any) -> CommandSpec:
 def command_env(ctx: JobContext, spec: CommandSpec) -> dict[str, str]:
     """The command's environment: the worker's, the job's additions, and
     the run's facts: TAKT_RUN_ID, TAKT_JOB_ID, TAKT_JOB_NAME, TAKT_TRIGGER,
-    TAKT_PARAMS (the run's params as JSON) and TAKT_PARAM_<NAME> for each
-    param (a string as it is, anything else as JSON)."""
+    TAKT_PARAMS (the run's params as JSON), TAKT_PARAM_<NAME> for each
+    param (a string as it is, anything else as JSON) and TAKT_FENCING_TOKEN
+    (F-113; left out when the context has none)."""
     env = {**os.environ, **spec.env}
     env.update(
         TAKT_RUN_ID=str(ctx.run_id),
@@ -81,6 +82,8 @@ def command_env(ctx: JobContext, spec: CommandSpec) -> dict[str, str]:
         TAKT_TRIGGER=ctx.trigger,
         TAKT_PARAMS=json.dumps(ctx.params),
     )
+    if ctx.fencing_token is not None:
+        env["TAKT_FENCING_TOKEN"] = str(ctx.fencing_token)
     for name, value in ctx.params.items():
         key = "TAKT_PARAM_" + "".join(c if c.isalnum() else "_" for c in str(name)).upper()
         env[key] = value if isinstance(value, str) else json.dumps(value)

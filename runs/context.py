@@ -43,6 +43,9 @@ class JobContext:
     log_output: bool = False
     on_change: Callable[[], None] | None = None
     result_code: int | None = None  # set by set_result_code (F-32)
+    # The run's fencing token (F-113, runs/locks.py JobLock.fence): a number
+    # that grows with every start of the job; None in a context built by hand.
+    fencing_token: int | None = None
     _lines: list[str] = field(default_factory=list)
     _size: int = 0
     _dropped: int = 0

@@ -88,6 +88,7 @@ class DetachedRun:
     def __init__(self, run: Run, lock: JobLock) -> None:
         self.run, self.lock = run, lock
         self.ctx: JobContext = context_for(run)
+        self.ctx.fencing_token = lock.fence  # F-113
         self.started = threading.Event()
         self.not_started = False
         self.cancelled = False

@@ -31,6 +31,13 @@ after a grace period (runs/stopping.py); its end then loses the
 compare-and-set in step 5: it stays `cancelled`, with the output it had,
 counted as such, and its (already freed) lock slot is left to its new
 owner.
+
+A run whose lock is lost while its job runs (F-113: the worker was paused
+longer than the lock's TTL, or another owner holds the lock; runs/locks.py)
+is stopped the same way (runs.stopping.LostWatch) and ends `lost` with
+LOST_STOPPED's message, whatever its job returned: never `succeeded`. When
+the beat's lost-run check marked it `lost` first, that record stays (the
+end loses the compare-and-set).
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ from runs.services import start_run
 from runs.signals import run_started
 from runs.starting import admit_start, start_parent
 from runs.statements import load_run, start_plain_run
-from runs.stopping import GATE, CancelWatch
+from runs.stopping import GATE, CancelWatch, LostWatch
 from runs.waiting import release_waiting
 from runs.watches import LongRunWatch, TimeoutWatch, send_signal
 from scheduler_project.logconfig import add_log_context
@@ -193,6 +200,14 @@ def _double_start(run: Run, why: str) -> None:
     record([Decision("double_start_prevented", run.job_id, run.pk, detail=why)])
 
 
+LOST_STOPPED = "lost: its job lock was lost while it ran ({reason}); stopped on its worker"
+
+
+def _lost_outcome(keeper: LockKeeper, note: str = "") -> Outcome:
+    message = LOST_STOPPED.format(reason=keeper.lost_reason) + note
+    return Outcome(RunStatus.LOST, message)  # its result code: lost's (runs/variables.py)
+
+
 def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     """Steps 3 and 4: the target's call, with `keeper` renewing the lock and
     driving the watches and the autosave meanwhile. When it returns the
@@ -200,6 +215,7 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     recorded)."""
     job = run.job
     ctx = context_for(run)
+    ctx.fencing_token = getattr(lock, "fence", None)  # to pass to what the job writes to (F-113)
     watch = TimeoutWatch(run, ctx) if job.timeout_action == TimeoutAction.CONTINUE else None
     long_run = LongRunWatch(run) if "long_run" in notify_events(run.job) else None
     autosave = Autosave(run.pk, ctx)  # output and progress, live and throttled (F-93)
@@ -215,8 +231,18 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     def killed() -> None:  # the cancelled run ignored its stop (runs/stopping.py)
         count_end(run, lock, RunStatus.CANCELLED, "; killed: it ignored the stop")
 
+    def killed_lost() -> None:  # the job ignored the stop for its lost lock: its end first
+        outcome = _lost_outcome(keeper, "; killed: it ignored the stop")
+        outcome.output = ctx.output()
+        ended_at = timezone.now()
+        counted = RunStatus.LOST
+        if not record_end(run, outcome, ended_at):
+            counted = ended_elsewhere(run, outcome, ended_at)
+        count_end(run, lock, counted, "; killed: it ignored the stop")
+
     on_cancel = CancelWatch(run.pk, job.pk, output=ctx.output, on_kill=killed)
-    keeper.on_tick, keeper.on_cancel = tick, on_cancel
+    on_lost = LostWatch(run.pk, job.pk, output=ctx.output, on_kill=killed_lost)
+    keeper.on_tick, keeper.on_cancel, keeper.on_lost = tick, on_cancel, on_lost
     keeper.start()
     outcome = Outcome(RunStatus.SUCCEEDED)
     try:
@@ -240,8 +266,11 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
         )
         ctx.log(traceback.format_exc().rstrip())
     finally:
-        keeper.on_tick, keeper.on_cancel = _nothing, _nothing  # never None: no race with a tick
+        # never None: no race with a tick
+        keeper.on_tick, keeper.on_cancel, keeper.on_lost = _nothing, _nothing, _nothing
         autosave.close()  # the final progress; the output goes with finish_run
+    if not keeper.check():  # lost while the job ran, even if it returned before its stop
+        outcome = _lost_outcome(keeper)
     if watch is not None and watch.warned:
         outcome.message = "; ".join(m for m in (watch.warning, outcome.message) if m)
     outcome.output = ctx.output()

@@ -24,13 +24,21 @@ the cancel marker is still looked at first.
 The window that remains: between the loss and the keeper's next renewal
 (at most a third of the TTL) the key is missing, and another run of the job
 may take the lock in that window. The keeper's renewal then finds the other
-token: it sets `lost`, logs it, and the run goes on to its end; the job
-has run twice in parallel for that once. Once Redis's data is older than
-TTL + 1 s (runs/redis_age.py) the lost-run check (runs/recovery.py) marks
-that run `lost`, since no slot holds its token; its end then loses the
-compare-and-set and is only logged. A Redis outage longer than the TTL ends with no
-re-take: the run is then treated as lost (marked `lost` once the check sees
-its slot empty), as before.
+token: the lock is lost (below). Once Redis's data is older than TTL + 1 s
+(runs/redis_age.py) the lost-run check (runs/recovery.py) marks that run
+`lost`, since no slot holds its token. A Redis outage longer than the TTL
+ends with no re-take: the lock is lost.
+
+A lost lock stops its run (F-113). Before each renewal the keeper compares
+the monotonic clock with its last successful renewal: more than the TTL
+later (the process was paused — SIGSTOP, a long GC, a frozen VM — or its
+renewals failed that long), the key may have expired and another run may
+hold the lock, so the lock is lost at once, without asking Redis; a
+renewal that finds another token loses it too. The keeper then renews no
+more and calls `on_lost` instead of `on_tick`, as often as it asks (the
+worker stops the job as a cancel does, runs/stopping.py `LostWatch`). A
+paused process's renewer is overdue when it wakes, so it notices before
+the next regular renewal; `check()` lets the job's own thread ask too.
 """
 
 from __future__ import annotations
@@ -138,13 +146,17 @@ def cancel_key(run_id: int | None) -> str:
 class JobLock:
     """One owner's hold on a job's lock. `ttl_ms` is the lease length.
     `members`: the slot sets (runs/slots.py) that hold the token too,
-    renewed and released with the lock."""
+    renewed and released with the lock. `fence`: the run's fencing token,
+    set when runs/slots.acquire_start took the lock (F-113): it grows with
+    every start of the job, so a system the job writes to can refuse the
+    writes of a run older than the last one it saw."""
 
     key: str
     ttl_ms: int
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     client: redis.Redis = field(default_factory=get_redis)
     members: tuple[str, ...] = ()
+    fence: int | None = None
 
     def acquire(self) -> bool:
         return bool(self.client.set(self.key, self.token, nx=True, px=self.ttl_ms))
@@ -233,14 +245,19 @@ def release_cancelled(
 class LockKeeper:
     """Keeps one lock alive while its run lives: renews it every third of its
     TTL and calls `on_tick` each time (the run saves its output there). A
-    renewal that finds another token sets `lost` and is logged; the run goes
-    on, and the lost-run check treats it as lost if no slot holds its token
-    when it looks. A renewal that finds the key gone while the last good
-    renewal is younger than the TTL (Redis lost its data) takes it back.
+    renewal that finds the key gone while the last good renewal is younger
+    than the TTL (Redis lost its data) takes it back.
+
+    The lock is lost (`lost` set, `lost_reason` says why, logged once) when
+    more than the TTL has passed on `clock` (monotonic seconds) since the
+    last good renewal, checked before each renewal, or when a renewal finds
+    another token (module docstring). From then on the keeper renews no
+    more and calls `on_lost` instead of `on_tick`.
 
     Once a renewal finds the run's cancel marker, the keeper renews no more
-    and calls `on_cancel` instead of `on_tick`, as often as it asks: it
-    returns the seconds until its next call (None: every interval).
+    and calls `on_cancel` instead of `on_tick`. `on_cancel` and `on_lost`
+    are called as often as they ask: each returns the seconds until its
+    next call (None: every interval).
 
     All keepers of a process share one daemon thread (`_Renewer`), so a run
     costs no thread start; a prefork child that forked gets its own."""
@@ -250,31 +267,40 @@ class LockKeeper:
         lock: JobLock,
         on_tick: Callable[[], None] | None = None,
         on_cancel: Callable[[], float | None] | None = None,
+        on_lost: Callable[[], float | None] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.lock = lock
         self.on_tick = on_tick
         self.on_cancel = on_cancel
+        self.on_lost = on_lost
+        self.clock = clock
         self.interval_s = max(lock.ttl_ms / 3000, 0.1)
         self.lost = False
+        self.lost_reason = ""
         self.cancelled = False
         self.retaken = 0
-        self._renewed_at = time.monotonic()
+        self._renewed_at = clock()
+        self._losing = threading.Lock()
 
     def start(self) -> None:
-        self._renewed_at = time.monotonic()  # the lock was just taken
+        self._renewed_at = self.clock()  # the lock was just taken
         _renewer().add(self)
 
     def stop(self) -> None:
         _renewer().discard(self)
 
     def tick(self) -> float:
-        """One renewal (or cancel step); returns the seconds until the next."""
+        """One renewal (or cancel or lost step); returns the seconds until
+        the next."""
         try:
-            if not self.cancelled:
+            if not (self.cancelled or self.lost):
                 self._renew()
-            if self.cancelled:
-                if self.on_cancel is not None:
-                    delay = self.on_cancel()
+            if self.cancelled or self.lost:
+                handler = self.on_cancel if self.cancelled else self.on_lost
+                if handler is not None:
+                    delay = handler()
                     return self.interval_s if delay is None else max(delay, 0.01)
             elif self.on_tick is not None:
                 self.on_tick()
@@ -282,21 +308,51 @@ class LockKeeper:
             log.exception("renewing lock %s failed", self.lock.key)
         return self.interval_s
 
+    def check(self) -> bool:
+        """Whether the lock still counts as ours, by the clock alone (no
+        Redis): False once it was lost, or when more than the TTL has
+        passed since the last good renewal (then it is lost from now on).
+        Safe from any thread."""
+        if not self.lost:
+            self._jumped(self.clock())
+        return not self.lost
+
+    def _jumped(self, now: float) -> bool:
+        """The monotonic-clock jump check: lose the lock once the TTL has
+        passed since the last good renewal."""
+        silent_s = now - self._renewed_at
+        ttl_s = self.lock.ttl_ms / 1000
+        if silent_s < ttl_s:  # at the TTL the key may have expired already
+            return False
+        self._lose(
+            f"no renewal for {silent_s:.1f} s, longer than the lock's TTL of {ttl_s:g} s"
+            " (the worker was paused or could not reach Redis)"
+        )
+        return True
+
+    def _lose(self, reason: str) -> None:
+        with self._losing:
+            if self.lost:
+                return
+            self.lost_reason = reason
+            self.lost = True
+        log.warning("lock %s was lost before the run ended: %s", self.lock.key, reason)
+
     def _renew(self) -> None:
+        asked_at = self.clock()
+        if self._jumped(asked_at):
+            return
         # A key that vanished less than a TTL after our last renewal cannot
         # have expired: Redis lost it (restart without persistence, flush).
-        asked_at = time.monotonic()
-        retake = not self.lost and asked_at - self._renewed_at < self.lock.ttl_ms / 1000
-        state = self.lock.renew_unless_cancelled(retake=retake)
+        state = self.lock.renew_unless_cancelled(retake=True)
         self.cancelled = state == CANCELLED
         if state in (RENEWED, RETAKEN):
             self._renewed_at = asked_at
         if state == RETAKEN:
             self.retaken += 1
             log.warning("re-took lock %s after Redis lost it", self.lock.key)
-        elif state == NOT_OURS and not self.lost:
-            self.lost = True
-            log.warning("lock %s was lost before the run ended", self.lock.key)
+        elif state == NOT_OURS:
+            self._lose("another owner holds it")
 
 
 class _Renewer(threading.Thread):

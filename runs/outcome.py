@@ -83,6 +83,14 @@ def ended_elsewhere(run: Run, outcome: Outcome, ended_at: datetime) -> str:
         )
         return RunStatus.CANCELLED
     status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+    if outcome.status == status == RunStatus.LOST:  # F-113: the lost-run check came first
+        log.info(
+            "run %s: its end (lost, stopped on its worker) is not recorded: the lost-run check"
+            " marked it lost first",
+            run.pk,
+            extra=extra,
+        )
+        return status
     log.warning(
         "run %s ended %s, but it was %s meanwhile", run.pk, outcome.status, status, extra=extra
     )

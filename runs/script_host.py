@@ -48,6 +48,7 @@ class ScriptJob:
         self.params: dict[str, Any] = context["params"]
         self.run_id: int = context["run_id"]
         self.job_id: int = context["job_id"]
+        self.fencing_token: int | None = context.get("fencing_token")
 
     def log(self, message: object) -> None:
         """A line (or lines) in the run's output."""

@@ -71,6 +71,7 @@ def run_script(ctx: JobContext, source: str, *, description: str = "") -> None:
             "params": ctx.params,
             "run_id": ctx.run_id,
             "job_id": ctx.job_id,
+            "fencing_token": ctx.fencing_token,
         }
         (folder / "context.json").write_text(json.dumps(context), encoding="utf-8")
         spec = CommandSpec(

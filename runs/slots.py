@@ -56,8 +56,8 @@ CANCELLED_RUN = "cancelled"
 BUSY = "busy"  # every slot of the job's lock is taken
 
 # KEYS: pause, maintenance, cancel marker, group set, grouped set, exclusive
-# set, running set, decision stream, then the job's lock slots (none when
-# the caller holds the lock already). ARGV: token, TTL (ms), "1" if allowed
+# set, running set, decision stream, the job's fencing counter, then the
+# job's lock slots (none when the caller holds the lock already). ARGV: token, TTL (ms), "1" if allowed
 # while paused or in maintenance, number of lock slots, group limit (0: no
 # group), "1" if exclusive, global limit (0: none), the run's reservation
 # member, the stream's length ("": no entry), the entry's fields.
@@ -65,7 +65,10 @@ BUSY = "busy"  # every slot of the job's lock is taken
 # taken, -1 paused, -2 maintenance, -3 cancelled, -4 its group is full,
 # -5 another exclusive run, -6 exclusive waits for the groups (reserved),
 # -7 a group waits for an exclusive run, -8 the global limit; detail: a
-# member holding what it waits for.
+# member holding what it waits for. A start also returns the run's fencing
+# token: the job's counter, one more than the last or Redis's TIME in
+# microseconds if that is more (so it still grows after Redis lost it, or
+# after the counter of a job that did not start for 7 days expired).
 _ACQUIRE = """
 local token, ttl, allowed = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local nslots, glimit, excl = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
@@ -76,7 +79,7 @@ if redis.call('exists', KEYS[3]) == 1 then return {-3, ''} end
 local slot = -1
 if nslots > 0 then
   for i = 1, nslots do
-    if redis.call('set', KEYS[8 + i], token, 'NX', 'PX', ttl) then
+    if redis.call('set', KEYS[9 + i], token, 'NX', 'PX', ttl) then
       slot = i - 1
       break
     end
@@ -84,7 +87,7 @@ if nslots > 0 then
   if slot < 0 then return {0, ''} end
 end
 local function fail(code, holder)
-  if slot >= 0 then redis.call('del', KEYS[9 + slot]) end
+  if slot >= 0 then redis.call('del', KEYS[10 + slot]) end
   return {code, holder}
 end
 local t = redis.call('time')
@@ -130,7 +133,10 @@ end
 if ARGV[9] ~= '' then
   redis.call('xadd', KEYS[8], 'MAXLEN', '~', ARGV[9], '*', unpack(ARGV, 10))
 end
-return {1, tostring(slot)}
+local fence = math.max((tonumber(redis.call('get', KEYS[9])) or 0) + 1,
+  tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('set', KEYS[9], string.format('%.0f', fence), 'EX', 604800)
+return {1, tostring(slot), string.format('%.0f', fence)}
 """
 
 # KEYS: grouped set, exclusive set, running set, then one group set per
@@ -195,6 +201,11 @@ _WHY = {
 
 def _prefix() -> str:
     return f"{settings.TAKT_KEY_PREFIX}:slots"
+
+
+def fence_key(job_id: int) -> str:
+    """The job's fencing counter (see _ACQUIRE)."""
+    return f"{settings.TAKT_KEY_PREFIX}:fence:job:{job_id}"
 
 
 def group_key(group_id: int | None) -> str:
@@ -265,7 +276,8 @@ def acquire_start(
 ) -> tuple[JobLock, bool | str | Waiting]:
     """Take the job's lock (slots 0 … slots-1) and the slots of `needs`, in
     one round trip. Returns the lock (its `members` set to the slot sets it
-    joined) and True when the run may start; else the lock (not taken) and
+    joined, its `fence` to the run's fencing token) and True when the run
+    may start; else the lock (not taken) and
     PAUSED, MAINTENANCE, CANCELLED_RUN, BUSY (the job's lock is taken), or
     a `Waiting` (the lock was given back). With `lock` (held already, after
     a take-over) only the slots are taken. `start` is written to the
@@ -287,6 +299,7 @@ def acquire_start(
         exclusive_key(),
         running_key(),
         decision_key(),
+        fence_key(job_id),
         *(s.key for s in slot_locks),
     ]
     fields: list[str] = []
@@ -304,11 +317,12 @@ def acquire_start(
         str(log_size()) if start is not None else "",
         *fields,
     ]
-    code, detail = first.client.eval(_ACQUIRE, len(keys), *keys, *args)
-    code = int(code)
+    reply = first.client.eval(_ACQUIRE, len(keys), *keys, *args)
+    code, detail = int(reply[0]), reply[1]
     if code == 1:
         taken = first if lock is not None else slot_locks[int(detail)]
         taken.members = members_for(needs)
+        taken.fence = int(reply[2])
         return taken, True
     if code in _WAITS:
         holder = member_run_id(detail)

@@ -1,4 +1,5 @@
-"""Stopping a cancelled run's process: the worker's side of runs/cancel.py.
+"""Stopping a cancelled run's process (the worker's side of runs/cancel.py),
+or a run whose lock is gone.
 
 A running run learns that it was cancelled in two ways, so that a missed
 one still stops it:
@@ -13,6 +14,10 @@ one still stops it:
    TAKT_LOCK_TTL_SECONDS) and calls `CancelWatch`: it saves the output so
    far on the cancelled run and, if the job has not been told yet (a worker
    that missed the broadcast), sends SIGUSR1 to its own process.
+
+A run whose job lock is lost (F-113: its worker was paused longer than the
+lock's TTL, or another owner holds the lock; runs/locks.py) is stopped the
+same way by `LostWatch`, which its lock keeper calls at once.
 
 TAKT_CANCEL_GRACE_SECONDS after the job was told, a run still inside its
 callable (it caught the exception and went on) is killed: the watch saves
@@ -118,6 +123,8 @@ class CancelWatch:
     seconds until its next call). `output` gives the run's output so far,
     `on_kill` counts its end before the process is killed."""
 
+    what = "was cancelled"  # in the log's lines: "run 7 was cancelled and …"
+
     def __init__(
         self,
         run_id: int,
@@ -132,36 +139,42 @@ class CancelWatch:
         self.told_at: float | None = None  # time.monotonic() when the job was told to stop
         self.killed = False
 
+    def save_output(self) -> None:
+        save_cancelled_output(self.run_id, self.output())
+
     def __call__(self) -> float | None:
         extra = {"job_id": self.job_id, "run_id": self.run_id}
         now = time.monotonic()
         grace_s = settings.TAKT_CANCEL_GRACE_SECONDS
         if self.told_at is None:
-            save_cancelled_output(self.run_id, self.output())
+            self.save_output()
             self.told_at = self.gate.raised_at
             if self.told_at is None:  # the broadcast did not reach it (or not yet)
                 told = self.gate.tell()
                 self.told_at = now
-                if not told:
+                if told:
+                    log.info("run %s %s: told its job to stop", self.run_id, self.what, extra=extra)
+                else:
                     log.warning(
-                        "run %s was cancelled, but this process cannot stop its job"
+                        "run %s %s, but this process cannot stop its job"
                         " (not a prefork pool child): it runs on until it returns",
                         self.run_id,
+                        self.what,
                         extra=extra,
                     )
             else:
-                log.info("run %s was cancelled and told to stop", self.run_id, extra=extra)
+                log.info("run %s %s and was told to stop", self.run_id, self.what, extra=extra)
         left_s = self.told_at + grace_s - now
         if left_s > 0 or self.killed:
             return max(left_s, 0) or None
         if not self.gate.active:
             return None  # nothing to kill here; the run's end will be ignored
         self.killed = True
-        save_cancelled_output(self.run_id, self.output())
+        self.save_output()
         log.warning(
-            "run %s was cancelled and still runs %s s after it was told to stop: killing its"
-            " process %s",
+            "run %s %s and still runs %s s after it was told to stop: killing its process %s",
             self.run_id,
+            self.what,
             grace_s,
             os.getpid(),
             extra=extra,
@@ -169,3 +182,20 @@ class CancelWatch:
         self.on_kill()
         self.gate.kill()
         return None
+
+
+class LostWatch(CancelWatch):
+    """A run's LockKeeper.on_lost (F-113): its job lock is gone (the worker
+    was paused longer than the TTL, or another owner holds the lock), so
+    another run of the job may be under way. It stops the job as a cancel
+    does: SIGUSR1 at once (the soft limit raised in the job's thread; a
+    command job's process group is killed after TAKT_COMMAND_KILL_GRACE_SECONDS),
+    SIGKILL of the pool child after TAKT_CANCEL_GRACE_SECONDS for a job that
+    ignores it, `on_kill` recording its end first. The run is still
+    `running` in the database: its end is recorded by the worker (`lost`,
+    runs/execution.py) unless the beat's lost-run check did so first."""
+
+    what = "lost its job lock"
+
+    def save_output(self) -> None:
+        return None  # the run's end records it

@@ -205,6 +205,43 @@ def append(job: Any) -> str:
     return "appended"
 
 
+@takt_job("tests.fence")
+def fence(job: Any) -> int | None:
+    """Returns the run's fencing token (F-113)."""
+    return job.fencing_token
+
+
+@takt_job("tests.steps")
+def steps(job: Any) -> int:
+    """Writes a line per step, "<run id> <pid> step <n> <wall time>", to the
+    file params['path'] (O_APPEND, outside Takt's tables and Redis) every
+    params['step_s'] seconds (default 0.05) for params['seconds'] (default
+    60), and on its way out, however it ends, "<run id> <pid> end <what
+    ended it> <wall time>": a test sees when the body stopped."""
+    path, step_s = job.params["path"], float(job.params.get("step_s", 0.05))
+
+    def line(text: str) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{job.run_id} {os.getpid()} {text} {time.time():.6f}\n".encode())
+        finally:
+            os.close(fd)
+
+    deadline = time.monotonic() + float(job.params.get("seconds", 60))
+    n, ended = 0, "returned"
+    try:
+        while time.monotonic() < deadline:
+            n += 1
+            line(f"step {n}")
+            time.sleep(step_s)
+    except BaseException as exc:
+        ended = type(exc).__name__
+        raise
+    finally:
+        line(f"end {ended}")
+    return n
+
+
 # docs/coordination.md's worked example: the nightly ERP import, whose
 # steps run inside a maintenance window (so they are on the allow-list).
 @takt_job("tests.erp_import", allowed_during_maintenance=True)

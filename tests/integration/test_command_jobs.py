@@ -84,6 +84,16 @@ def test_working_directory_environment_and_the_runs_facts(redis_client, tmp_path
     ]
 
 
+def test_the_program_gets_its_runs_fencing_token(redis_client):
+    # F-113: the same number a callable sees as job.fencing_token.
+    job = command_job(["sh", "-c", 'echo "token=$TAKT_FENCING_TOKEN"'])
+
+    first, second = (lines(run_job(job))[0] for _ in range(2))
+
+    assert re.fullmatch(r"token=\d+", first) and re.fullmatch(r"token=\d+", second)
+    assert int(second.removeprefix("token=")) > int(first.removeprefix("token="))
+
+
 def test_nice_lowers_the_process_priority(redis_client):
     job = command_job(["sh", "-c", "cut -d' ' -f19 /proc/self/stat"], nice=7)
 

@@ -259,3 +259,18 @@ def test_deleting_a_job_deletes_its_heartbeat_and_its_name_can_be_reused(redis_c
         assert Heartbeat.objects.filter(name="weekly export").count() == 1
         job.delete()
         assert not Heartbeat.objects.filter(name="weekly export").exists()
+
+
+def test_a_job_sees_its_runs_fencing_token_which_grows_from_run_to_run(redis_client):
+    # F-113: what a job passes to the systems it writes to, so that they
+    # can refuse the writes of a run older than the last one they saw.
+    job = make_job("fence", target="tests.fence")
+    first = run_of(job)
+    assert execute_at(first, T0 + SECOND, T0 + 2 * SECOND) == RunStatus.SUCCEEDED
+    second = run_of(job)
+    assert execute_at(second, T0 + 3 * SECOND, T0 + 4 * SECOND) == RunStatus.SUCCEEDED
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert isinstance(first.result, int) and isinstance(second.result, int)
+    assert second.result > first.result

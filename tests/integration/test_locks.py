@@ -184,3 +184,75 @@ def test_a_renewal_never_re_takes_a_key_held_by_another_token(redis_client):
 
     assert mine.renew_unless_cancelled(retake=True) == NOT_OURS
     assert redis_client.get(job_lock_key(1)) == other.token.encode()
+
+
+# --- a lost lock after a pause (F-113) ----------------------------------------
+
+
+class FakeMonotonic:
+    """A monotonic clock the test moves by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_keeper_that_wakes_a_ttl_after_its_last_renewal_loses_the_lock_at_once(
+    redis_client, caplog
+):
+    # The worker was paused (SIGSTOP, a GC, a frozen VM) for a whole TTL:
+    # the key may have expired and another run taken the job. The first
+    # tick after the pause says so before asking Redis, even though the key
+    # still holds our token here (the lapse is on the clock alone).
+    clock = FakeMonotonic()
+    lock = job_lock(1, ttl_s=6, run_id=42)
+    assert lock.acquire()
+    stops: list[str] = []
+    keeper = LockKeeper(
+        lock, on_tick=lambda: stops.append("tick"), on_lost=lambda: stops.append("stop") or 0.5,
+        clock=clock,
+    )  # fmt: skip
+
+    clock.now += 5.999  # just under the TTL: renewed
+    assert keeper.tick() == 2.0 and keeper.check() and stops == ["tick"]
+    clock.now += 5.999  # counted from that renewal: renewed again
+    assert keeper.tick() == 2.0 and stops == ["tick", "tick"]
+    renewals = redis_client.pttl(job_lock_key(1))
+
+    clock.now += 6  # exactly the TTL since the last renewal: lost
+    assert keeper.tick() == 0.5  # what on_lost asked for
+
+    assert (keeper.lost, keeper.check(), stops) == (True, False, ["tick", "tick", "stop"])
+    assert "no renewal for 6.0 s, longer than the lock's TTL of 6 s" in keeper.lost_reason
+    assert redis_client.pttl(job_lock_key(1)) <= renewals  # not renewed: it is not ours to keep
+    assert caplog.text.count(f"lock {job_lock_key(1)} was lost before the run ended") == 1
+    keeper.tick()  # on_lost again, as often as it asks; no renewal, no second log line
+    assert stops[-1] == "stop" and caplog.text.count("was lost before the run ended") == 1
+
+
+def test_the_jobs_own_thread_sees_the_lapse_before_the_renewer_does():
+    # No Redis needed: the clock alone says the lock is gone.
+    clock = FakeMonotonic()
+    keeper = LockKeeper(JobLock(key="k", ttl_ms=3000, client=None), clock=clock)  # type: ignore[arg-type]
+    clock.now += 2.9
+    assert keeper.check() is True
+    clock.now += 0.1
+    assert keeper.check() is False and keeper.lost
+
+
+def test_a_keeper_whose_lock_another_run_took_calls_on_lost(redis_client):
+    lock = job_lock(1, ttl_s=3, run_id=1)
+    assert lock.acquire()
+    calls: list[str] = []
+    keeper = LockKeeper(
+        lock, on_tick=lambda: calls.append("tick"), on_lost=lambda: calls.append("stop")
+    )
+    redis_client.set(job_lock_key(1), job_lock(1, run_id=2).token)
+
+    keeper.tick()
+    keeper.tick()
+
+    assert calls == ["stop", "stop"]
+    assert keeper.lost_reason == "another owner holds it"

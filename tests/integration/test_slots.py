@@ -19,6 +19,7 @@ from runs.slots import (
     Waiting,
     acquire_start,
     exclusive_key,
+    fence_key,
     group_key,
     grouped_key,
     reservation,
@@ -163,3 +164,36 @@ def test_two_claimers_at_once_get_one_slot_of_a_group(redis_client):
     assert len(slot_holders(group_key(3))) == 1
     assert settings.TAKT_KEY_PREFIX in group_key(3)
     assert Wait.GROUP in [r.wait for r in results if isinstance(r, Waiting)]
+
+
+# --- the fencing token (F-113) --------------------------------------------------
+
+
+def test_each_start_of_a_job_gets_a_larger_fencing_token_even_after_redis_lost_them(
+    redis_client,
+):
+    fences = []
+    for run_id in (1, 2, 3):
+        lock, acquired = acquire_start(7, run_id=run_id)
+        assert acquired is True
+        fences.append(lock.fence)
+        assert lock.release()
+    other_job, _ = acquire_start(8, run_id=4)  # a job of its own: its own counter
+
+    assert fences[0] < fences[1] < fences[2]
+    assert 0 < redis_client.ttl(fence_key(7)) <= 7 * 24 * 3600  # a deleted job's goes away
+    assert fences[0] >= redis_now_ms(redis_client) * 1000 - 60_000_000  # Redis's µs, or more
+    redis_client.flushdb()  # a restart without persistence: the counter is gone
+    lock, _ = acquire_start(7, run_id=5)
+    assert lock.fence > fences[2]
+    assert other_job.fence is not None
+
+
+def test_a_start_that_does_not_get_the_lock_moves_no_fencing_token(redis_client):
+    held, _ = acquire_start(7, run_id=1)
+    refused, acquired = acquire_start(7, run_id=2)
+
+    assert acquired == "busy" and refused.fence is None
+    assert redis_client.get(fence_key(7)) == str(held.fence).encode()  # it took no number
+    assert held.release()
+    assert acquire_start(7, run_id=3)[0].fence > held.fence
