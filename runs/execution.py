@@ -234,7 +234,7 @@ def _call_target(run: Run, lock: Any, keeper: LockKeeper) -> Outcome:
     def killed_lost() -> None:  # the job ignored the stop for its lost lock: its end first
         outcome = _lost_outcome(keeper, "; killed: it ignored the stop")
         outcome.output = ctx.output()
-        ended_at = timezone.now()
+        ended_at = shared_now()
         counted = RunStatus.LOST
         if not record_end(run, outcome, ended_at):
             counted = ended_elsewhere(run, outcome, ended_at)
