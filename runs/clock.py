@@ -115,7 +115,7 @@ class SharedClock:
             log.warning(
                 "this machine's clock is %.1f s %s of the database's (more than"
                 " TAKT_CLOCK_SKEW_WARN_SECONDS, %g s): Takt decides on the database's"
-                " clock, but fix the machine's time sync (deploy/README.md, Clocks)",
+                " clock, but fix the machine's time sync (deploy/README.md, A cluster: Clocks)",
                 abs(offset_s),
                 "behind" if offset_s > 0 else "ahead",
                 limit,

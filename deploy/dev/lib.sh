@@ -10,6 +10,7 @@
 #                             explains what to run and exits 1)
 #   takt_ensure_chromium      Debian's /usr/bin/chromium (and an emoji font)
 #                             for the browser tests, installed like redis-server
+#   takt_ensure_faketime      Debian's libfaketime for the skewed-clock tests
 #   takt_private_var DIR      DIR (var/) and what this shell writes from now on
 #                             readable by the owner only (umask 077, DIR 0700,
 #                             its database, env and Redis files 0600)
@@ -212,6 +213,20 @@ takt_ensure_chromium() {
             "    sudo apt-get update && sudo apt-get install -y chromium fonts-noto-color-emoji" >&2
         ;;
     esac
+    exit 1
+}
+
+# takt_ensure_faketime: the tests of a machine whose clock is off
+# (tests/e2e/test_skewed_clock_e2e.py) shift one process's clock with
+# Debian's libfaketime, installed like redis-server.
+TAKT_LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+takt_ensure_faketime() {
+    [ -f "$TAKT_LIBFAKETIME" ] && return 0
+    takt_say "libfaketime is not installed; the tests of skewed clocks need it"
+    takt_apt_install faketime || true
+    [ -f "$TAKT_LIBFAKETIME" ] && return 0
+    printf '%s\n' "error: libfaketime is not installed ($TAKT_LIBFAKETIME). Install it with:" \
+        "    sudo apt-get update && sudo apt-get install -y faketime" >&2
     exit 1
 }
 

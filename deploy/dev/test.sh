@@ -4,7 +4,8 @@
 # tests run on (e.g. postgres://postgres@127.0.0.1:5432/takt); the default is
 # SQLite under var/. The suite starts its own private redis-server on a free
 # port, so only the binary must exist; the browser tests (tests/browser) need
-# Debian's chromium, installed here like redis-server.
+# Debian's chromium, and the skewed-clock tests Debian's libfaketime, both
+# installed here like redis-server.
 #
 # The files run in parallel on TAKT_TEST_WORKERS pytest-xdist workers
 # (default: twice the CPU cores, as most tests wait on processes they
@@ -18,6 +19,7 @@ cd "$TAKT_ROOT"
 takt_bootstrap
 takt_ensure_redis_server
 takt_ensure_chromium
+takt_ensure_faketime
 # Every test process, worker and beat imports Takt's modules, and each xdist
 # worker collects the whole suite: Python's and pytest's compiled-code
 # caches (__pycache__, assertion rewriting) save most of that. They are on
