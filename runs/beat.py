@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from jobs import registry
 from jobs.models import Job
+from runs.beat_session import limit_beat_sessions, limit_hit
 from runs.clock import now as shared_now
 from runs.outage import (
     MAX_BACKOFF_S,
@@ -51,6 +52,7 @@ class TaktScheduler(Scheduler):
 
     def setup_schedule(self) -> None:
         self.data: dict[str, Any] = {}
+        limit_beat_sessions()  # a paused beat holds no row lock for long
         self._finish_tick_on_stop()
         # A beat (re)started while the database is down waits for it.
         retry_through_outage(self.sync_declared_jobs, what="beat start")
@@ -176,6 +178,15 @@ class TaktScheduler(Scheduler):
         missed-run policy. Any other error logs its traceback and is
         retried after one poll."""
         drop_connection()
+        limit = limit_hit(exc)
+        if limit is not None:  # runs.beat_session: paused, or a statement too slow
+            log.warning(
+                "beat tick: PostgreSQL ended the beat's transaction at %s (%s; was this"
+                " process paused?); nothing of it was kept, the next tick claims again",
+                limit,
+                exc,
+            )
+            return poll
         if not is_db_outage(exc):
             log.exception("beat tick failed; retrying in %.1f s", poll)
             return poll

@@ -163,6 +163,8 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_BEAT_NAME": ("", _text),
     "TAKT_LOCK_TTL_SECONDS": (30, _number(int, 3, 3600)),
     "TAKT_CLOCK": ("database", _choice("database", "local")),
+    "TAKT_BEAT_IDLE_IN_TRANSACTION_SECONDS": (5.0, _number(float, 0, 3600)),
+    "TAKT_BEAT_STATEMENT_TIMEOUT_SECONDS": (60.0, _number(float, 0, 3600)),
     "TAKT_CLOCK_SKEW_WARN_SECONDS": (2.0, _number(float, 0.1, 3600)),
     "TAKT_LOST_CHECK_SECONDS": (5, _number(int, 1, 3600)),
     "TAKT_REPUBLISH_AFTER_SECONDS": (15, _number(int, 1, 3600)),
