@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from jobs.models import ConcurrencyGroup
 from runs.dispatch import claim_due_runs
@@ -109,7 +111,9 @@ def test_a_held_run_is_not_sent_while_redis_cannot_say_whether_the_slot_is_free(
 ):
     first, second, _ = claimed_chain()
     Run.objects.filter(pk=first.pk).update(status=RunStatus.SUCCEEDED, finished_at=CLAIM_AT)
-    unreachable = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.5)
+    unreachable = redis.Redis(
+        port=free_port(), socket_connect_timeout=1, retry=Retry(NoBackoff(), 0)
+    )
     monkeypatch.setattr("runs.locks.get_redis", lambda: unreachable)
     assert release_next_held(first.job_id) is None  # the next sweep asks again
     assert held(second)
