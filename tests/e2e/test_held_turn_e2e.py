@@ -57,7 +57,7 @@ def test_catch_up_runs_of_one_claim_wait_for_the_slot_and_each_runs_once(
         active = (RunStatus.QUEUED, RunStatus.RUNNING)
         return not job.runs.filter(pk__in=[r.pk for r in claim], status__in=active).exists()
 
-    wait_until(claim_ended, 40, f"the {len(claim)} runs of the claim to end one after another")
+    wait_until(claim_ended, 60, f"the {len(claim)} runs of the claim to end one after another")
     runs = list(job.runs.filter(pk__in=[r.pk for r in claim]).order_by("scheduled_for"))
     seen = [(r.pk, r.trigger, r.status, r.message) for r in runs]
     locked = [r for r in runs if "locked by another run" in r.message]
