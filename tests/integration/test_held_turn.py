@@ -23,7 +23,15 @@ from runs.overlap import release_next_held
 from runs.services import create_run, start_run
 from runs.slots import acquire_start
 from runs.waiting import slot_needs
-from tests.integration.conftest import SECOND, broker_task_ids, clock, make_job, make_trigger, utc
+from tests.integration.conftest import (
+    SECOND,
+    broker_task_ids,
+    clock,
+    make_job,
+    make_trigger,
+    running_run,
+    utc,
+)
 from tests.processes import free_port
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +125,32 @@ def test_a_held_run_is_not_sent_while_redis_cannot_say_whether_the_slot_is_free(
     monkeypatch.setattr("runs.locks.get_redis", lambda: unreachable)
     assert release_next_held(first.job_id) is None  # the next sweep asks again
     assert held(second)
+
+
+def test_a_run_that_finds_the_slot_still_held_by_an_ended_run_waits_instead_of_skipping(
+    redis_client,
+):
+    job = make_job()  # overlap policy skip
+    ended = create_run(job, trigger="manual", now=T0)
+    lock = job_lock(job.pk, run_id=ended.pk)
+    assert lock.acquire() and start_run(ended, worker="elsewhere", now=T0)
+    Run.objects.filter(pk=ended.pk).update(status=RunStatus.SUCCEEDED, finished_at=T0)
+    # A run sent just then (the job looked free) meets the slot not yet freed:
+    run = create_run(job, trigger="manual", now=T0 + SECOND)
+    assert execute(run.pk, worker="w", clock=clock(T0 + SECOND)) == RunStatus.QUEUED
+    assert held(run), run.message  # not "skipped: job #n is locked by another run"
+
+    assert lock.release()
+    sweep_unpublished(now=T0 + 2 * SECOND)
+    assert not held(run)
+    assert execute(run.pk, worker="w", clock=clock(T0 + 2 * SECOND)) == RunStatus.SUCCEEDED
+
+
+def test_a_run_that_finds_the_slot_held_by_a_running_run_is_still_skipped(redis_client):
+    job = make_job()  # overlap policy skip
+    run = create_run(job, trigger="manual", now=T0 + SECOND)  # sent: the job looked free
+    busy = running_run(job, started_at=T0)  # … but another run took the lock first
+    assert job_lock(job.pk, run_id=busy.pk).acquire()
+    assert execute(run.pk, worker="w", clock=clock(T0 + SECOND)) == RunStatus.SKIPPED
+    run.refresh_from_db()
+    assert run.message == f"skipped: job #{job.pk} is locked by another run (overlap policy 'skip')"
