@@ -209,6 +209,18 @@ def job_lock(
     return JobLock(key=key, ttl_ms=int(ttl * 1000), token=f"{RUN_TOKEN}{run_id}:{uuid.uuid4().hex}")
 
 
+def slot_keys(job_id: int, *, slots: int = 1) -> list[str]:
+    """The keys of the job's lock slots 0 … slots-1 (see `job_lock`)."""
+    base = job_lock_key(job_id)
+    return [base if slot == 0 else f"{base}:{slot}" for slot in range(max(slots, 1))]
+
+
+def slots_taken(job_id: int, *, slots: int = 1) -> int:
+    """How many of the job's lock slots 0 … slots-1 are held, by a run's
+    token or any other. One round trip; raises redis.RedisError."""
+    return int(get_redis().exists(*slot_keys(job_id, slots=slots)))
+
+
 RUN_TOKEN = "run-"
 RENEWED, NOT_OURS, CANCELLED, RETAKEN = 1, 0, -1, 2
 
@@ -234,11 +246,11 @@ def release_cancelled(
     redis.RedisError when Redis cannot be reached (nothing is changed)."""
     if not run_ids:
         return 0
-    slot_keys = [job_lock(job_id, slot=slot).key for slot in range(max(slots, 1))]
+    slots_of_job = slot_keys(job_id, slots=slots)
     markers = [cancel_key(run_id) for run_id in run_ids]
     prefixes = [f"{RUN_TOKEN}{run_id}:" for run_id in run_ids]
-    args = (len(slot_keys), marker, int(marker_ttl_s * 1000), *prefixes)
-    keys = (*slot_keys, *markers)
+    args = (len(slots_of_job), marker, int(marker_ttl_s * 1000), *prefixes)
+    keys = (*slots_of_job, *markers)
     return int(get_redis().eval(_RELEASE_CANCELLED, len(keys), *keys, *args))
 
 

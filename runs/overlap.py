@@ -5,12 +5,20 @@ sending the next held run when it is, and cancelling the runs a
 operator's cancel, runs/cancel.py, shares). The decisions themselves are
 the pure functions in runs/core/admission.py.
 
-Held runs are `queued` with `held` set and no published_at: the outbox
-sweep leaves them alone while their job has a running run. Whoever ends
-or parks a run of the job sends the next held one (`release_next_held`);
-the beat's sweep does the same for any job left with held runs and nothing
-running (a worker that died between the two steps), so a held run never
-waits for ever.
+Held runs are `queued` with `held` set and no published_at. A held run
+that waits for its job (not for a slot: runs/waiting.py) is sent only when
+its turn has come (`release_next_held`): no run of its job running, and a
+lock slot of the job free for it once the runs ahead of it have theirs:
+the runs queued and due that were sent or wait for a slot
+(`queued_ahead`), plus the slots held in Redis, fewer than the job's
+slots (`job_slots`: one; `max_instances` under `allow`). Redis is asked because a
+run's end is recorded before its worker frees its slot. Sent any
+earlier, its worker would find the lock taken and, under `skip`, end it
+skipped: the runs of one claim would skip each other (issue 28). Whoever
+ends or parks a run of a buffering job sends the next held one once its
+slot is free; the beat's sweep does the same every poll for any job whose
+held runs' turn may have come (a `skip` job's catch-up runs, a worker
+that died between the two steps), so a held run never waits for ever.
 """
 
 from __future__ import annotations
@@ -21,14 +29,16 @@ from datetime import datetime
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
+from django.utils import timezone
+from redis import RedisError
 
-from jobs.core.rules import MAX_INSTANCES
+from jobs.core.rules import MAX_INSTANCES, Overlap
 from jobs.models import Job
 from jobs.specs import overlap_rules
 from runs.core.admission import Decision, compute_admission
-from runs.locks import release_cancelled
+from runs.locks import release_cancelled, slots_taken
 from runs.marks import forget_mark
 from runs.models import Run, RunStatus, task_id_for
 from runs.publish import publish_after_commit
@@ -165,26 +175,55 @@ def _forget_mark(run_id: int) -> None:
         log.exception("could not drop the message mark of run %s", run_id, extra={"run_id": run_id})
 
 
-def release_next_held(job_id: int) -> Run | None:
-    """If the job has nothing running, send its next held run (by priority,
-    then age): unhold it by compare-and-set and publish it after commit.
-    Returns the run sent, if any."""
-    if Run.objects.filter(job_id=job_id, status=RunStatus.RUNNING).exists():
+def queued_ahead(*, now: datetime) -> Q:
+    """The queued runs of a job that its held runs (waiting for the job)
+    let go first: due, and either sent (not held) or held for a slot (F-31,
+    F-34), which take a lock slot of the job when they start."""
+    return Q(status=RunStatus.QUEUED, scheduled_for__lte=now) & ~Q(held=True, waiting_for="")
+
+
+def release_next_held(job_id: int, *, now: datetime | None = None) -> Run | None:
+    """Send the job's next held run (by priority, then age) if its turn has
+    come; returns the run sent, if any.
+
+    1. One query: no held run waits for the job → None (a run's end pays
+       no more than this).
+    2. In one transaction holding the job's row (SELECT FOR UPDATE on
+       PostgreSQL; SQLite's IMMEDIATE transactions serialize writers), so
+       two senders at once (two beats' sweeps, a run's end) never send two
+       runs for one slot: the second counts the first one's run as ahead.
+    3. A run of the job is running → None: the runs of one claim go one by
+       one.
+    4. The runs queued ahead (`queued_ahead`) plus the job's lock slots
+       held in Redis leave no slot for it → None. A run's end is recorded
+       in the database before its worker frees its slot; the ending run
+       sends the held one after freeing it (a buffering job), else the next
+       sweep does. Redis unreachable → None.
+    5. The candidate's row is taken with SKIP LOCKED (a cancel that holds
+       it waits for this job's row: no deadlock), unheld, and published
+       after the commit."""
+    now = now or timezone.now()
+    waiting = Run.objects.filter(job_id=job_id, status=RunStatus.QUEUED, held=True, waiting_for="")
+    if not waiting.exists():
         return None
-    candidate = (
-        Run.objects.filter(job_id=job_id, status=RunStatus.QUEUED, held=True, waiting_for="")
-        .select_related("job")
-        .order_by("priority", "enqueued_at", "pk")
-        .first()
-    )
-    if candidate is None:
-        return None
-    if not Run.objects.filter(pk=candidate.pk, held=True, status=RunStatus.QUEUED).update(
-        held=False
-    ):
-        return None  # another worker sent it
-    candidate.held = False
-    publish_after_commit([candidate])
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        runs = Run.objects.filter(job_id=job_id)
+        if job is None or runs.filter(status=RunStatus.RUNNING).exists():
+            return None
+        slots = job_slots(job)
+        ahead = runs.filter(queued_ahead(now=now)).count()
+        candidate = waiting.order_by("priority", "enqueued_at", "pk").first()
+        if candidate is None or ahead >= slots or ahead + _slots_taken(job) >= slots:
+            return None
+        mine = Run.objects.filter(pk=candidate.pk, held=True, status=RunStatus.QUEUED)
+        if connection.features.has_select_for_update_skip_locked:
+            if not list(mine.select_for_update(skip_locked=True).values_list("pk", flat=True)):
+                return None  # being cancelled meanwhile: the cancel sends the next one
+        if not mine.update(held=False):
+            return None  # sent or cancelled meanwhile
+        candidate.held, candidate.job = False, job
+        publish_after_commit([candidate])
     log.info(
         "sending held run %s of job %s",
         candidate.pk,
@@ -194,16 +233,42 @@ def release_next_held(job_id: int) -> Run | None:
     return candidate
 
 
+def job_slots(job: Job) -> int:
+    """How many runs of the job may hold its lock at once: `max_instances`
+    under `allow`, else one."""
+    return max(job.max_instances, 1) if job.overlap_policy == Overlap.ALLOW else 1
+
+
+def _slots_taken(job: Job) -> int:
+    """Step 4 of release_next_held: the job's lock slots held in Redis
+    (all of them when Redis cannot be asked)."""
+    slots = job_slots(job)
+    try:
+        return slots_taken(job.pk, slots=slots)
+    except RedisError:
+        log.warning(
+            "cannot ask Redis whether job %s's lock is free: its held run waits",
+            job.pk,
+            extra={"job_id": job.pk},
+        )
+        return slots
+
+
 def release_stranded(*, now: datetime, limit: int = 100) -> int:
-    """The sweep's safety net: send the next held run of every job that has
-    held runs and nothing running. Costs one indexed probe when none wait."""
-    running = Run.objects.filter(job_id=OuterRef("job_id"), status=RunStatus.RUNNING)
+    """The sweep: send the next held run of every job whose held runs'
+    turn may have come (nothing running, and for a one-slot job nothing
+    queued ahead; release_next_held asks Redis too). Costs one indexed
+    probe when none wait."""
+    of_job = Run.objects.filter(job_id=OuterRef("job_id"))
+    running = Exists(of_job.filter(status=RunStatus.RUNNING))
+    ahead = Exists(of_job.filter(queued_ahead(now=now)))
     job_ids = list(
         Run.objects.filter(status=RunStatus.QUEUED, held=True, scheduled_for__lte=now)
         .filter(waiting_for="")  # a run waiting for a slot: runs/waiting.py
-        .filter(~Exists(running))
+        .filter(~running)
+        .filter(Q(job__overlap_policy=Overlap.ALLOW, job__max_instances__gt=1) | ~ahead)
         .order_by()  # no default ordering: DISTINCT is per job
         .values_list("job_id", flat=True)
         .distinct()[:limit]
     )
-    return sum(1 for job_id in job_ids if release_next_held(job_id) is not None)
+    return sum(1 for job_id in job_ids if release_next_held(job_id, now=now) is not None)

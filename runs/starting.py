@@ -7,7 +7,10 @@ after its claim and runs the target only when it returns the lock):
      lock and the slots of its group, the exclusive slot and the global
      limit. What is missing decides: back to held (the queue, its job, a
      slot: `waiting_for`), refused or skipped (`skipped`), taken over
-     (`cancel_other`), or nothing at all (cancelled).
+     (`cancel_other`), or nothing at all (cancelled). A job whose lock is
+     held only by runs that have ended (their workers free the slots a
+     moment after recording the end) is not busy: its run waits (held)
+     for the slot instead of being skipped (`holders_ended`).
 6.   The job's condition on a result variable, consumed by compare-and-
      set (runs/variables.py). Not met: the lock and slots are given back
      and the run ends `skipped` with the reason; the variable is left as
@@ -37,7 +40,7 @@ from runs.core.messages import MAINTENANCE_REFUSAL
 from runs.core.start import Wait
 from runs.decisions import Decision, record
 from runs.ending import finish_run
-from runs.locks import JobLock
+from runs.locks import JobLock, get_redis, slot_keys, token_run_id
 from runs.metrics import count_lock_wait
 from runs.models import Run, RunStatus, RunTrigger
 from runs.outage import retry_through_outage
@@ -153,8 +156,13 @@ def _job_busy(
     action = compute_start_action(rules)
     if run.trigger == RunTrigger.RETRY:
         action = StartAction.HOLD  # a retry waits for a busy job, it is never skipped
+    ended = action is StartAction.SKIP and holders_ended(run.job_id, rules.max_instances)
+    if ended:
+        action = compute_start_action(rules, holders_ended=True)
     count_lock_wait(action.value)
     detail = "the job's lock was taken"
+    if ended:
+        detail = "the job's lock was still held by a run that has ended: waits for the slot"
     record([Decision(f"lock_{action.value}", run.job_id, run.pk, detail=detail)])
     if action is StartAction.HOLD:
         hold_run(run)
@@ -178,6 +186,22 @@ def _job_busy(
         revoke_after_commit(stopped)
     lock.take_over()
     return True
+
+
+def holders_ended(job_id: int, slots: int) -> bool:
+    """Whether every run holding one of the job's lock slots 0 … slots-1
+    has ended in the database (issue 28): its end is recorded before its
+    worker frees the slot. One Redis round trip and one query; False when
+    Redis cannot say or a slot's token names no run."""
+    try:
+        tokens = get_redis().mget(slot_keys(job_id, slots=slots))
+    except RedisError:
+        return False
+    run_ids = [token_run_id(token) for token in tokens if token is not None]
+    if None in run_ids:
+        return False
+    active = (RunStatus.RUNNING, RunStatus.QUEUED)
+    return not Run.objects.filter(pk__in=run_ids, status__in=active).exists()
 
 
 def start_parent(run: Run, lock: JobLock, *, now: datetime) -> str:

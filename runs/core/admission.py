@@ -76,12 +76,18 @@ class StartAction(StrEnum):
     TAKE_OVER = "take_over"  # cancel the holder's run and take the lock from it
 
 
-def compute_start_action(rules: OverlapRules) -> StartAction:
+def compute_start_action(rules: OverlapRules, *, holders_ended: bool = False) -> StartAction:
     """The worker's answer when every lock slot of the job is taken (the
     second check of F-23, for runs that got past the first one in a race).
-    With `allow`, the job has `max_instances` slots; the others have one."""
+    With `allow`, the job has `max_instances` slots; the others have one.
+
+    `holders_ended`: every run holding a slot has ended already. A run's
+    end is recorded before its worker frees its slot (a moment later; if
+    that worker died, the slot lapses after the lock TTL), so the job is
+    not busy any more: a run that would be skipped waits for the slot
+    instead, and is sent once it is free (issue 28)."""
     if rules.policy in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
         return StartAction.HOLD
     if rules.policy is Overlap.CANCEL_OTHER:
         return StartAction.TAKE_OVER
-    return StartAction.SKIP
+    return StartAction.HOLD if holders_ended else StartAction.SKIP

@@ -7,7 +7,9 @@ pure functions of the facts, in this order:
 3. maintenance  maintenance mode is on: it is refused (ends `skipped`)
                 Both unless its target is on the maintenance allow-list.
 4. its job      the job's lock is taken: the overlap policy's second check
-                (skip, wait, or take the lock over); a retry always waits
+                (skip, wait, or take the lock over); a retry always waits,
+                and so does a run whose job's slots are held only by runs
+                that have ended (their workers are about to free them)
 5. slots        exclusive, then the group, then the global limit
                 (TAKT_MAX_CONCURRENCY): it waits (held) for a slot and is
                 sent again, in priority order, when one frees; never skipped
@@ -169,6 +171,7 @@ class StartFacts:
     maintenance: bool = False
     allowed: bool = False  # its target is on the maintenance allow-list
     job_free: bool = True  # a slot of the job's lock was free
+    holders_ended: bool = False  # not free, but every run holding a slot has ended
     overlap: OverlapRules = field(default_factory=OverlapRules)
     retry: bool = False
     needs: SlotNeeds = field(default_factory=SlotNeeds)
@@ -197,7 +200,11 @@ def compute_start(facts: StartFacts) -> StartDecision:
         return StartDecision(Verdict.REFUSE, "maintenance mode")
     take_over = False
     if not facts.job_free:
-        action = StartAction.HOLD if facts.retry else compute_start_action(facts.overlap)
+        action = (
+            StartAction.HOLD
+            if facts.retry
+            else compute_start_action(facts.overlap, holders_ended=facts.holders_ended)
+        )
         if action is StartAction.HOLD:
             return StartDecision(Verdict.HOLD, "the job's lock is taken")
         if action is StartAction.SKIP:

@@ -108,6 +108,8 @@ START_TABLE = [
     ),
     (StartFacts(job_free=False, overlap=BUSY_BUFFER), Verdict.HOLD, None, False, False),
     (StartFacts(job_free=False, overlap=BUSY_SKIP, retry=True), Verdict.HOLD, None, False, False),
+    # the lock is held only by runs that have ended: it waits for the slot (issue 28)
+    (StartFacts(job_free=False, overlap=BUSY_SKIP, holders_ended=True), Verdict.HOLD, None, False, False),
     (StartFacts(job_free=False, overlap=BUSY_CANCEL), Verdict.START, None, False, True),
     # 5. a slot: it waits, never skipped
     (StartFacts(needs=GROUP, slots=SlotFacts(group=1, grouped=1)), Verdict.HOLD, Wait.GROUP, False, False),

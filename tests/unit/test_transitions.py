@@ -75,6 +75,22 @@ def test_what_a_worker_does_when_the_lock_is_taken(policy, action):
 
 
 @pytest.mark.parametrize(
+    ("policy", "action"),
+    [
+        # every run holding a slot has ended: its worker frees it a moment
+        # later, so the job is not busy and nothing is skipped for it
+        ("skip", StartAction.HOLD),
+        ("buffer_one", StartAction.HOLD),
+        ("buffer_all", StartAction.HOLD),
+        ("cancel_other", StartAction.TAKE_OVER),
+        ("allow", StartAction.HOLD),
+    ],
+)
+def test_a_lock_held_only_by_ended_runs_is_waited_for(policy, action):
+    assert compute_start_action(OverlapRules(Overlap(policy)), holders_ended=True) is action
+
+
+@pytest.mark.parametrize(
     ("rules", "field"),
     [
         (OverlapRules(Overlap.ALLOW, max_instances=0), "max_instances"),
