@@ -214,8 +214,13 @@ def _days_of(calendars: list[HolidayCalendar], years: range) -> frozenset[date]:
 
 
 def overlap_rules(job: Job) -> Any:
-    """The job's overlap policy (jobs.core.rules), for the admission decisions in runs.core."""
-    return OverlapRules(Overlap(job.overlap_policy), job.max_instances, job.max_buffered)
+    """The job's overlap policy (jobs.core.rules), for the admission decisions
+    in runs.core. max_instances counts with `allow` only: any other policy
+    runs one at a time, whatever the field says (it is kept for a switch
+    back to `allow`)."""
+    policy = Overlap(job.overlap_policy)
+    slots = job.max_instances if policy is Overlap.ALLOW else 1
+    return OverlapRules(policy, slots, job.max_buffered)
 
 
 def retry_rules(job: Job) -> Any:

@@ -146,8 +146,13 @@ def test_a_run_that_finds_the_slot_still_held_by_an_ended_run_waits_instead_of_s
     assert execute(run.pk, worker="w", clock=clock(T0 + 2 * SECOND)) == RunStatus.SUCCEEDED
 
 
-def test_a_run_that_finds_the_slot_held_by_a_running_run_is_still_skipped(redis_client):
-    job = make_job()  # overlap policy skip
+@pytest.mark.parametrize("max_instances", [1, 2])
+def test_a_run_that_finds_the_slot_held_by_a_running_run_is_still_skipped(
+    redis_client, max_instances
+):
+    """max_instances is `allow`'s: a `skip` job with 2 has one slot all the
+    same (it had two at the worker, and ran beside itself)."""
+    job = make_job(max_instances=max_instances)  # overlap policy skip
     run = create_run(job, trigger="manual", now=T0 + SECOND)  # sent: the job looked free
     busy = running_run(job, started_at=T0)  # … but another run took the lock first
     assert job_lock(job.pk, run_id=busy.pk).acquire()
