@@ -138,11 +138,14 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
     assert len({p[1] for p in lines(path, run)}) == 1  # one process: stopped, not killed
 
 
+@pytest.mark.parametrize("paused", ["the whole worker", "its pool child only"])
 def test_a_paused_worker_that_wakes_before_the_beat_looks_records_its_run_lost(
-    start_process, redis_client, tmp_path
+    start_process, redis_client, tmp_path, paused
 ):
     # No beat: nobody marked the run yet. The worker stops it and records
-    # it `lost` itself, saying why.
+    # it `lost` itself, saying why. A pool child paused alone (its main
+    # process goes on, reporting the worker alive) holds the lock keeper
+    # of its run all the same.
     path = tmp_path / "steps.log"
     job = long_skip_job(path)
     worker = start_process("worker", concurrency=1)
@@ -153,7 +156,12 @@ def test_a_paused_worker_that_wakes_before_the_beat_looks_records_its_run_lost(
         "the run to hold its job lock and take steps",
     )
 
-    os.killpg(worker.pid, signal.SIGSTOP)
+    child = int(lines(path, run)[0][1])
+    if paused == "the whole worker":
+        os.killpg(worker.pid, signal.SIGSTOP)
+    else:
+        assert child != worker.pid
+        os.kill(child, signal.SIGSTOP)
     try:
         wait_until(
             lambda: not redis_client.exists(job_lock_key(job.pk)),
@@ -165,7 +173,7 @@ def test_a_paused_worker_that_wakes_before_the_beat_looks_records_its_run_lost(
         raise
     stopped_s, end, steps_after = wake_and_time_the_stop(worker.pid, run, path)
 
-    print(f"paused worker, no beat: body stopped {stopped_s:.3f} s after waking")
+    print(f"paused {paused}, no beat: body stopped {stopped_s:.3f} s after waking")
     assert end[3] == "SoftTimeLimitExceeded", end
     assert stopped_s < STOP_BOUND_S, stopped_s
     wait_until(lambda: Run.objects.get(pk=run.pk).status != RunStatus.RUNNING, 10, "the run's end")
