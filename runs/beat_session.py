@@ -14,8 +14,10 @@ therefore gets two session limits when it is made:
 * `statement_timeout` = TAKT_BEAT_STATEMENT_TIMEOUT_SECONDS (60 s): no
   statement of the beat's runs or waits longer.
 
-The paused beat, when it wakes, finds its connection gone: the tick fails,
-says so in one line naming the setting (`limit_hit`, from runs.beat), the
+The paused beat, when it wakes, finds its connection gone: the tick fails
+and says so in one line — naming the setting when the server's reason
+reaches the client (`limit_hit`, from runs.beat), else as a short database
+outage ("server closed the connection", then "database back") — the
 connection is dropped and the next tick makes a new one; the claim it held
 was rolled back, so nothing is doubled. Workers and the web are not limited: their
 transactions are short and not paused by the beat's faults.
