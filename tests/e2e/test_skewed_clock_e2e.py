@@ -11,16 +11,22 @@ machine whose clock is off")."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from heartbeats.models import Alert, Heartbeat
 from jobs.models import Job, Trigger
 from runs.models import Run, RunStatus, RunTrigger
+from runs.redis_age import since_key
+from runs.services import enqueue_job
 from tests.live_fixtures import wait_until
 
 pytestmark = [
@@ -115,3 +121,66 @@ def test_a_worker_whose_clock_is_behind_records_its_runs_on_the_one_clock(start_
         assert run.finished_at >= run.started_at
     heartbeat = Heartbeat.objects.get(name__startswith="worker:behind@", job__isnull=True)
     assert " clock=-9" in heartbeat.last_result, heartbeat.last_result  # -89.9 to -90.1
+
+
+def test_a_worker_whose_clock_is_ahead_retries_on_time(start_process, beat):
+    """Issue 28, finding 2: a retry was due on the worker's clock, 90 s
+    ahead, and dropped as "running into the next fire time" of a job that
+    fires every minute. On the one clock it is due 2 s after the failure."""
+    job = Job.objects.create(
+        name="fails once more", target="tests.fail", max_retries=1, retry_backoff_s=2,
+        retry_jitter=0,
+    )  # fmt: skip
+    Trigger.objects.create(job=job, kind="interval", interval_seconds=60)
+    Trigger.objects.filter(job=job).update(next_run_at=timezone.now())
+    start_process("worker", concurrency=1, **skewed(SKEW_S))
+    beat()
+
+    retry = wait_until(
+        lambda: (
+            Run.objects.filter(job=job, trigger=RunTrigger.RETRY, status=RunStatus.FAILED)
+            .exclude(started_at=None)
+            .first()
+        ),
+        40,
+        "the failed run's retry to run and fail",
+    )
+    first = retry.retry_of
+    assert first.status == RunStatus.FAILED and "dropped" not in first.message, first.message
+    waited = (retry.started_at - first.finished_at).total_seconds()
+    assert 2 - 0.2 <= waited < 20, waited
+
+
+def test_a_killed_worker_whose_clock_was_ahead_is_found_lost_within_the_bound(
+    start_process, beat, redis_client
+):
+    """Issue 28, finding 2: after a Redis flush a worker 90 s ahead dated
+    Redis's data 90 s in the future, and the beats waited 76-78 s before
+    calling a killed worker's run lost. The data's age is Redis's own now."""
+    job = Job.objects.create(name="long", target="tests.sleep", params={"seconds": 60})
+    doomed = start_process("worker", concurrency=1, **skewed(SKEW_S))
+    checker = beat(TAKT_LOST_CHECK_SECONDS="1")
+    run = enqueue_job(job, trigger=RunTrigger.MANUAL)
+    wait_until(
+        lambda: Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).exists(),
+        30,
+        "the long run to start",
+    )
+    redis_client.flushall()  # a restart without persistence
+    wait_until(
+        lambda: redis_client.exists(since_key()),
+        15,
+        "the skewed worker's liveness beat to date Redis's data",
+    )
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.popen.wait(timeout=10)
+    killed = time.monotonic()
+    wait_until(
+        lambda: Run.objects.get(pk=run.pk).status == RunStatus.LOST,
+        30,
+        "the beat to find the killed worker's run lost",
+    )
+    took = time.monotonic() - killed
+    print(f"lost {took:.1f} s after the kill (TTL 3 s + 1 s grace + a check every 1 s)")
+    assert took < 15, took
+    assert f"run {run.pk} of job {job.pk} lost" in checker.log()
