@@ -175,6 +175,12 @@ def test_takt_status_prints_the_queue(capsys, redis_client):
     assert re.search(r"^paused +True$", out, re.M), out
     assert re.search(r"^beats +beat@here \(scheduler_enabled=False\)$", out, re.M), out
     assert re.search(r"^scheduler_enabled +False$", out, re.M), out
+    report_process("beat@here", now=timezone.now(), detail="scheduler=on clock=+90.0")
+    call_command("takt_status")
+    out = capsys.readouterr().out
+    assert re.search(
+        r"^beats +beat@here \(scheduler_enabled=True, clock_skew_s=\+90\.0 \(off\)\)$", out, re.M
+    ), out
     from runs.queue import resume_queue
 
     resume_queue(now=timezone.now())

@@ -43,8 +43,20 @@ def _plain(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, list):
-        return ", ".join(
-            f"{item['name']} ({', '.join(f'{k}={v}' for k, v in item.items() if k not in ('name', 'last_seen_at'))})"
-            for item in value
-        )
+        return ", ".join(f"{item['name']} ({_fields(item)})" for item in value)
     return str(value)
+
+
+def _fields(process: dict[str, Any]) -> str:
+    """A live beat's or worker's fields but its name and time; its clock's
+    skew when it measured one ("clock_skew_s=+90.0", "(off)" beyond the limit)."""
+    said = []
+    for key, value in process.items():
+        if key in ("name", "last_seen_at", "clock_off") or (
+            key == "clock_skew_s" and value is None
+        ):
+            continue
+        if key == "clock_skew_s":
+            value = f"{value:+.1f}" + (" (off)" if process.get("clock_off") else "")
+        said.append(f"{key}={value}")
+    return ", ".join(said)
