@@ -13,7 +13,8 @@ once trigger that never fired: its own time, which the missed-run policy
 then treats as any missed fire time).
 
 Not stalled, and so never named: a trigger with a next_run_at; a once
-trigger that fired (last_fired_at set); a dependency or file trigger
+trigger that fired (last_fired_at set) or whose fire time the missed-run
+policy passed over (its skipped record); a dependency or file trigger
 (they fire on events, never by next_run_at); a trigger of a disabled,
 paused or child job, or a disabled trigger (`active` is off); an interval
 anchored on a run while its job has a queued or running run (that run
@@ -82,9 +83,15 @@ def stalled_triggers() -> QuerySet[Trigger]:
     """The stalled triggers with their jobs, in id order (one query)."""
     busy = Exists(Run.objects.filter(job_id=OuterRef("job_id"), status__in=ACTIVE_STATUSES))
     waits_for_its_run = Q(kind=TriggerKind.INTERVAL, interval_anchor__in=RUN_ANCHORS) & busy
+    # A once trigger whose one fire time the claim handled: it ran
+    # (last_fired_at), or the missed-run policy passed over it (its skipped
+    # record names it; found by the model test: "repaired", it was skipped
+    # again at every check).
+    handled = Exists(Run.objects.filter(source_trigger_id=OuterRef("pk")))
     return (
         Trigger.objects.filter(active=True, next_run_at__isnull=True, kind__in=TIMED_KINDS)
         .exclude(kind=TriggerKind.ONCE, last_fired_at__isnull=False)
+        .exclude(Q(kind=TriggerKind.ONCE) & handled)
         .exclude(job__max_runs__isnull=False, job__runs_done__gte=F("job__max_runs"))
         .exclude(waits_for_its_run)
         .select_related("job")

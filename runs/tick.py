@@ -43,7 +43,11 @@ def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float
     # idle tick takes no lock, opens no transaction (on SQLite, no write lock
     # every poll) and asks nothing more.
     nxt, paused, maintenance, unpublished = probe(now=now)
-    maintenance = maintenance or _lock_file_seen()
+    # Asked whatever the switch says: while it is on, this beat still
+    # reports the files it sees (and acts on a removal request), so a
+    # deleted file's report does not outlive it (found by the model test).
+    file_seen = _lock_file_seen()
+    maintenance = maintenance or file_seen
     _mirror_pause(paused, maintenance)
     waiting_jobs = _check_lost_runs(now=now)
     _check_stalled(now=now)
