@@ -94,6 +94,17 @@ QUEUE_AT_REST: dict[str, Any] = {
 # the same runs in every sequence (Hypothesis replays them to shrink).
 FIRST_ID = 900_000
 
+# Engine defects the model found, each an xfail(strict=True) test in
+# test_engine_model_found.py: the model leaves their steps out, so that a
+# deep run looks past them, unless TAKT_MODEL_KNOWN_DEFECTS is set. Now: a
+# once trigger under the missed-run policy "skip" (its skipped fire time
+# is "repaired" by the stalled-schedule check to fire again); a run-
+# anchored trigger released by another run of its job while its own run
+# waits (engine_model_rules.check_anchored_spacing does not compare then);
+# a beat that skips its lock-file report while the switch is on (the model
+# does not know whether the report of a deleted file lives on then).
+KNOWN_DEFECTS = bool(os.environ.get("TAKT_MODEL_KNOWN_DEFECTS"))
+
 # The maintenance lock file TAKT_MAINTENANCE_LOCK_FILE names (set by the
 # test for the whole session of sequences; a rule creates and deletes it).
 LOCK_FILE: dict[str, Path | None] = {"path": None}
@@ -117,7 +128,6 @@ class EngineModel(RuleBasedStateMachine):
         # trigger id -> its fire times of the current schedule that passed
         # with no run for job 1's condition (F-32: part of "is it due")
         self.dropped: dict[int, int] = {}
-        self.spacing_unknown: dict[int, bool] = {}
         self.group: ConcurrencyGroup | None = None
         self.condition = "none"
         # F-32: the accepted results job 0 wrote, the runs of job 1 whose
@@ -189,6 +199,8 @@ class EngineModel(RuleBasedStateMachine):
         jobs and a condition, job 1 starts only while job 0's result is 0,
         consuming it or not."""
         self.now = STARTS[start]
+        if "once in 50 min" in schedules and missed == "skip" and not KNOWN_DEFECTS:
+            missed = "run_once"  # see KNOWN_DEFECTS
         if concurrency != "none":
             self.group = ConcurrencyGroup.objects.create(name="model group", limit=1)
         self.condition = condition if len(schedules) == 2 else "none"
@@ -239,11 +251,6 @@ class EngineModel(RuleBasedStateMachine):
         first = trigger.next_run_at or self.now
         self.segment[trigger.pk] = (first, trigger.missed_count, last)
         self.dropped[trigger.pk] = 0
-        # An edit while a run of the trigger waits or runs: that run's start
-        # or end sets next_run_at too, so an anchored trigger may have two
-        # runs on the way (not asserted: reported with issue 27, item 2).
-        active = Run.objects.filter(source_trigger=trigger, status__in=ACTIVE).exists()
-        self.spacing_unknown[trigger.pk] = active
 
     def _at(self, moment: datetime | None = None) -> Any:
         return time_machine.travel(moment or self.now, tick=False)
@@ -268,7 +275,10 @@ class EngineModel(RuleBasedStateMachine):
             run_tick(now=self.now, hold_jobs=builtin_job_ids())
         in_maintenance = self.maintenance_switch or self._lock_file_exists()
         self.maintenance_mirrored = in_maintenance
-        self.file_reported = self._lock_file_exists()
+        if KNOWN_DEFECTS or not self.maintenance_switch:
+            # while the switch is on the beat does not exchange its reports
+            # (see KNOWN_DEFECTS): the last one stays until its TTL
+            self.file_reported = self._lock_file_exists()
         made = Run.objects.filter(pk__gt=last, job_id__in=self.jobs, trigger__in=BEATS)
         if in_maintenance:  # F-29: a due fire time is refused at the claim
             due = made.filter(scheduled_for__lte=self.now).exclude(status=RunStatus.SKIPPED)
@@ -545,7 +555,10 @@ class EngineModel(RuleBasedStateMachine):
     def edit_trigger(self, which: int, schedule: str) -> None:
         """An operator changes the schedule (the admin saves the trigger)."""
         trigger_id = sorted(self.triggers)[which % len(self.triggers)]
-        trigger = Trigger.objects.get(pk=trigger_id)
+        trigger = Trigger.objects.select_related("job").get(pk=trigger_id)
+        if schedule == "once in 50 min" and trigger.job.missed_run_policy == "skip":
+            if not KNOWN_DEFECTS:
+                return  # see KNOWN_DEFECTS
         fields = schedule_fields(schedule, now=self.now)
         if schedule == self.triggers[trigger_id] == "once in 50 min":
             fields["run_at"] = trigger.run_at  # the same schedule, saved again
@@ -670,8 +683,13 @@ class EngineModel(RuleBasedStateMachine):
     def anchored_spacing(self) -> None:
         for trigger in Trigger.objects.filter(pk__in=self.triggers):
             anchor = ANCHORED.get(self.triggers[trigger.pk])
-            if anchor is not None and not self.spacing_unknown[trigger.pk]:
-                check_anchored_spacing(trigger, anchor, runs_before=self.segment[trigger.pk][2])
+            if anchor is not None:
+                check_anchored_spacing(
+                    trigger,
+                    anchor,
+                    runs_before=self.segment[trigger.pk][2],
+                    known_defects=KNOWN_DEFECTS,
+                )
 
     @invariant()
     def consumed_once(self) -> None:
