@@ -131,3 +131,15 @@ def mark_seen(ids: Iterable[int]) -> int:
     """Mark the alerts `ids` seen (an operator looked at them); a repeat
     marks an alert unseen again. Returns how many changed."""
     return Alert.objects.filter(pk__in=list(ids), seen=False).update(seen=True)
+
+
+def resolve_all_but(prefix: str, keep: Iterable[str], *, message: str, now: datetime) -> None:
+    """Resolve every open alert whose key is `prefix` + a name not in
+    `keep` (the checks that raise one alert per queue, per process …)."""
+    kept = set(keep)
+    keys = Alert.objects.filter(key__startswith=prefix, resolved_at__isnull=True).values_list(
+        "key", flat=True
+    )
+    for key in keys:
+        if key.removeprefix(prefix) not in kept:
+            resolve_alert(key, message=message, now=now)

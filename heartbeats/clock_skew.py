@@ -15,8 +15,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from heartbeats.alerts import raise_alert, resolve_alert
-from heartbeats.models import Alert
+from heartbeats.alerts import raise_alert, resolve_all_but
 from heartbeats.processes import BEAT_PREFIX, WORKER_PREFIX, LiveProcess, live_processes
 
 ALERT_PREFIX = "clock-skew:"
@@ -55,12 +54,7 @@ def check_clock_skew(*, now: datetime) -> list[str]:
             now=now,
         )
     names = {process.name for process, _ in off}
-    keys = Alert.objects.filter(key__startswith=ALERT_PREFIX, resolved_at__isnull=True).values_list(
-        "key", flat=True
+    resolve_all_but(
+        ALERT_PREFIX, names, message="its clock is within the limit again, or it is gone", now=now
     )
-    for key in keys:
-        if key.removeprefix(ALERT_PREFIX) not in names:
-            resolve_alert(
-                key, message="its clock is within the limit again, or it is gone", now=now
-            )
     return sorted(names)

@@ -20,9 +20,8 @@ from datetime import datetime
 
 from django.db.models import Count
 
-from heartbeats.alerts import raise_alert, resolve_alert
+from heartbeats.alerts import raise_alert, resolve_all_but
 from heartbeats.core.runs import QUEUED_STUCK_AFTER
-from heartbeats.models import Alert
 from heartbeats.processes import read_queues
 from jobs.models import Job
 from runs.models import Run, RunStatus
@@ -71,12 +70,10 @@ def check_unread_queues(*, now: datetime) -> list[str]:
             " jobs a queue a worker reads (docs/embedding.md, Processes).",
             now=now,
         )
-    keys = Alert.objects.filter(key__startswith=ALERT_PREFIX, resolved_at__isnull=True).values_list(
-        "key", flat=True
+    resolve_all_but(
+        ALERT_PREFIX,
+        unread,
+        message="a live worker reads the queue, or no run waits on it",
+        now=now,
     )
-    for key in keys:
-        if key.removeprefix(ALERT_PREFIX) not in unread:
-            resolve_alert(
-                key, message="a live worker reads the queue, or no run waits on it", now=now
-            )
     return sorted(unread)
