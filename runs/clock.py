@@ -135,5 +135,6 @@ def now() -> datetime:
 
 def skew_s() -> float:
     """How far this machine's clock is ahead of the one clock (negative:
-    behind), as last measured: what a process reports with its heartbeat."""
-    return -CLOCK.offset_s
+    behind), as last measured, to a tenth of a second: what a process
+    reports with its heartbeat (+ 0.0: never "-0.0")."""
+    return round(-CLOCK.offset_s, 1) + 0.0

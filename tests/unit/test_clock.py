@@ -90,3 +90,11 @@ def test_local_reads_this_machines_clock_and_measures_nothing(settings):
     clock = SharedClock(measure, monotonic=Monotonic())
     with time_machine.travel(LOCAL, tick=False):
         assert clock.now() == LOCAL
+
+
+def test_the_reported_skew_is_never_minus_zero(monkeypatch):
+    from runs import clock
+
+    for offset, said in [(0.0, "+0.0"), (0.01, "+0.0"), (-90.04, "+90.0"), (3.46, "-3.5")]:
+        monkeypatch.setattr(clock.CLOCK, "_offset_s", offset)
+        assert f"{clock.skew_s():+.1f}" == said
