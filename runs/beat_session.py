@@ -35,6 +35,8 @@ from typing import Any
 from django.conf import settings
 from django.db.backends.signals import connection_created
 
+from runs.outage import exception_chain
+
 log = logging.getLogger("takt.beat")
 
 
@@ -78,12 +80,8 @@ LIMIT_STATES = {
 def limit_hit(exc: BaseException) -> str | None:
     """The setting whose limit ended the beat's transaction or statement,
     when `exc` (or an error it was raised from) says so; else None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
+    for current in exception_chain(exc):
         state = getattr(current, "sqlstate", None) or getattr(current, "pgcode", None)
         if state in LIMIT_STATES:
             return LIMIT_STATES[state]
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
     return None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection
@@ -52,17 +52,21 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def is_db_outage(exc: BaseException) -> bool:
-    """Whether `exc` (or an error it was raised from) says the database
-    cannot be reached or the connection broke."""
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then the error it was raised from (its cause, else its
+    context), and so on, each once: Django wraps the driver's error."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, OUTAGE_ERRORS):
-            return True
+        yield current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+
+
+def is_db_outage(exc: BaseException) -> bool:
+    """Whether `exc` (or an error it was raised from) says the database
+    cannot be reached or the connection broke."""
+    return any(isinstance(e, OUTAGE_ERRORS) for e in exception_chain(exc))
 
 
 # SQLite's primary result codes that mean its file cannot be used now:
@@ -80,17 +84,13 @@ def is_db_unreachable(exc: BaseException) -> bool:
     own error."""
     if not is_db_outage(exc):
         return False
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in exception_chain(exc):
         sqlstate = getattr(current, "sqlstate", None)
         if sqlstate:
             return sqlstate[:2] == "08" or sqlstate[:4] == "57P0" or sqlstate == "53300"
         code = getattr(current, "sqlite_errorcode", None)
         if code is not None:
             return code & 0xFF in SQLITE_UNREACHABLE
-        current = current.__cause__ or current.__context__
     return True  # an outage error with nothing more to tell: as is_db_outage says
 
 
