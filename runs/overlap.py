@@ -31,12 +31,12 @@ from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
-from django.utils import timezone
 from redis import RedisError
 
 from jobs.core.rules import MAX_INSTANCES, Overlap
 from jobs.models import Job
 from jobs.specs import overlap_rules
+from runs.clock import now as shared_now
 from runs.core.admission import Decision, compute_admission
 from runs.locks import release_cancelled, slots_taken
 from runs.marks import forget_mark
@@ -202,7 +202,7 @@ def release_next_held(job_id: int, *, now: datetime | None = None) -> Run | None
     5. The candidate's row is taken with SKIP LOCKED (a cancel that holds
        it waits for this job's row: no deadlock), unheld, and published
        after the commit."""
-    now = now or timezone.now()
+    now = now or shared_now()
     waiting = Run.objects.filter(job_id=job_id, status=RunStatus.QUEUED, held=True, waiting_for="")
     if not waiting.exists():
         return None
@@ -234,9 +234,10 @@ def release_next_held(job_id: int, *, now: datetime | None = None) -> Run | None
 
 
 def job_slots(job: Job) -> int:
-    """How many runs of the job may hold its lock at once: `max_instances`
-    under `allow`, else one."""
-    return max(job.max_instances, 1) if job.overlap_policy == Overlap.ALLOW else 1
+    """How many runs of the job may hold its lock at once, as the worker
+    counts them (jobs.specs.overlap_rules: `max_instances` under `allow`,
+    else one)."""
+    return int(overlap_rules(job).max_instances)
 
 
 def _slots_taken(job: Job) -> int:
