@@ -133,7 +133,11 @@ def test_a_worker_paused_past_its_lock_ttl_stops_its_run_on_waking_and_keeps_the
     )
     run.refresh_from_db()
     assert (run.status, run.message) == (RunStatus.LOST, f"{LOST_MESSAGE}; retry 1 of 1 in 1 s")
-    assert f"run {run.pk} of job {job.pk} lost" in checker.log()
+    wait_until(  # logged after the end is recorded
+        lambda: f"run {run.pk} of job {job.pk} lost" in checker.log(),
+        10,
+        "the beat's line saying why the run is lost",
+    )
     assert f"run {run.pk} of job {job.pk} ended succeeded" not in worker.log()
     assert len({p[1] for p in lines(path, run)}) == 1  # one process: stopped, not killed
 
