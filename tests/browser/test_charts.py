@@ -154,11 +154,15 @@ def test_the_timeline_draws_the_runs_and_fire_times_and_opens_a_run(page: Page, 
     expect(bar).to_have_count(1)
     opened = re.compile(rf"/admin/takt_runs/run/{made['failed'].pk}/change/$")
     # The bar is a few pixels wide and the chart may still be laying itself
-    # out (slower on a busy machine): click its middle once it stands still,
-    # then wait for the page it opens (a click is never repeated: a second
-    # one would land on the run's page while it loads).
+    # out (slower on a busy machine): point at its middle once it stands
+    # still, wait for the chart to say it sees that run there (its tooltip),
+    # click, then wait for the page it opens (a click is never repeated: a
+    # second one would land on the run's page while it loads).
     box = stable_box(bar)
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    middle = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.move(*middle)
+    expect(chart.get_by_text(f"run #{made['failed'].pk}")).to_be_visible()
+    page.mouse.click(*middle)
     expect(page).to_have_url(opened, timeout=30_000)
     expect(page).to_have_url(re.compile(rf"/admin/takt_runs/run/{made['failed'].pk}/change/$"))
     assert Run.objects.get(pk=made["failed"].pk).status == "failed"
