@@ -185,39 +185,3 @@ def resume_due_jobs(*, now: datetime) -> int:
     """Resume the jobs whose pause ran out (paused_until <= now)."""
     ids = list(Job.objects.filter(paused=True, paused_until__lte=now).values_list("pk", flat=True))
     return sum(resume_job(pk) for pk in ids)
-
-
-def on_run_started(job_id: int, *, started_at: datetime) -> None:
-    """A run of the job started: interval triggers anchored `from_start` that
-    wait for it (next_run_at NULL) fire next at started_at + N (F-12)."""
-    _release_waiting(job_id, {core.IntervalAnchor.FROM_START: started_at})
-
-
-def on_run_finished(job_id: int, *, started_at: datetime | None, finished_at: datetime) -> None:
-    """A run of the job ended (in any status): `from_finish` triggers that
-    wait fire next at finished_at + N. A `from_start` trigger still waiting
-    gets finished_at + N when the run that ended never started (its run,
-    cancelled or refused while queued). A run that did start moved the
-    `from_start` triggers at its start; one still waiting now waits for a
-    run claimed since, which sets it (started_at + N here would be a fire
-    time claimed already). A fire time the beat gave no run to start sets
-    no trigger waiting: the claim counts it as a run that started and
-    ended then (runs/dispatch.py)."""
-    at_by_anchor = {core.IntervalAnchor.FROM_FINISH: finished_at}
-    if started_at is None:
-        at_by_anchor[core.IntervalAnchor.FROM_START] = finished_at
-    _release_waiting(job_id, at_by_anchor)
-
-
-def _release_waiting(job_id: int, at_by_anchor: dict[core.IntervalAnchor, datetime]) -> None:
-    """One query: the job's interval triggers with these anchors that wait."""
-    waiting = Trigger.objects.filter(
-        job_id=job_id,
-        kind=TriggerKind.INTERVAL,
-        interval_anchor__in=[a.value for a in at_by_anchor],
-        next_run_at__isnull=True,
-    )
-    for trigger in waiting:
-        at = at_by_anchor[core.IntervalAnchor(trigger.interval_anchor)]
-        nxt = core.compute_next_fire(trigger_spec(trigger), after=at, now=at)
-        Trigger.objects.filter(pk=trigger.pk, next_run_at__isnull=True).update(next_run_at=nxt)

@@ -61,6 +61,7 @@ from jobs.specs import (
     missed_run_rules,
     trigger_spec,
 )
+from runs.anchored import waited_for
 from runs.busy import held_until, split_busy
 from runs.core.admission import Admission
 from runs.core.messages import MAINTENANCE_REFUSAL
@@ -563,12 +564,12 @@ def _left_waiting(trigger: Trigger, claim: Claim, runs: list[Run], duplicates: l
     left an interval anchored on a run's start or finish with no next fire
     time and no run to set one. The claim set next_run_at to NULL for the
     run it made; that run was a duplicate, so none of this claim's runs
-    will start. A run of the job (the fire time's existing one, or another)
-    sets it only if it has not started yet (`from_start`: its start, or its
-    end if it never starts) or has not ended (`from_finish`: its end).
-    Without one, the fire time counts as a run that started and ended at
-    the claim (claim + N), as for any claim that makes no run that will
-    start."""
+    will start. The run the trigger waits for then (runs/anchored.py: the
+    fire time's run, adopted, or its own with a later fire time) sets it
+    only if it has not started yet (`from_start`: its start, or its end if
+    it never starts) or has not ended (`from_finish`: its end). Without
+    one, the fire time counts as a run that started and ended at the claim
+    (claim + N), as for any claim that makes no run that will start."""
     anchor = trigger.interval_anchor
     if trigger.kind != TriggerKind.INTERVAL or anchor not in RUN_ANCHORS:
         return False  # its claim set next_run_at (None: a once trigger that fired)
@@ -577,8 +578,9 @@ def _left_waiting(trigger: Trigger, claim: Claim, runs: list[Run], duplicates: l
     taken = {id(run) for run in duplicates}
     if any(run.status != RunStatus.SKIPPED for run in runs if id(run) not in taken):
         return False  # a run this claim made will set it
+    setter = waited_for(trigger, fire_key=duplicates[-1].scheduled_for)
+    if setter is None:
+        return True
     if anchor == IntervalAnchor.FROM_START:
-        setters = Run.objects.filter(job_id=trigger.job_id, status=RunStatus.QUEUED)
-    else:
-        setters = Run.objects.filter(job_id=trigger.job_id, status__in=ACTIVE_STATUSES)
-    return not setters.exists()
+        return setter.status != RunStatus.QUEUED
+    return setter.status not in ACTIVE_STATUSES

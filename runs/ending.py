@@ -21,7 +21,8 @@ from django.db.models import F
 from jobs.core.rules import JobLimits
 from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.models import Job
-from jobs.services import on_run_finished, pause_job, set_jobs_enabled
+from jobs.services import pause_job, set_jobs_enabled
+from runs.anchored import release_on_end
 from runs.children import advance_parent, is_child_run
 from runs.core.transitions import JobAfterRun, RetryPlan, compute_job_after_run
 from runs.dependencies import has_dependents, start_dependents
@@ -98,7 +99,7 @@ def finish_run(
             if not cas_update(run.pk, expected_status=from_status, changes=fields):
                 return False
             if waits_for_runs(run):
-                on_run_finished(run.job_id, started_at=run.started_at, finished_at=now)
+                release_on_end(run, finished_at=now)
             if retried:
                 insert_run(retry_run(run, retry, now=now))  # type: ignore[arg-type]
             elif retry is not None and retry.dropped:

@@ -102,6 +102,7 @@ class Run(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="runs",
+        db_index=False,  # run_source_trigger_idx
         verbose_name=_("source trigger"),
     )
     trigger = models.CharField(_("trigger"), max_length=16, choices=RunTrigger.choices)
@@ -253,6 +254,14 @@ class Run(models.Model):
                 fields=["started_at"],
                 condition=Q(status="running"),
                 name="run_running_idx",
+            ),
+            # A trigger's runs, newest fire time first: the run an interval
+            # anchored on a run waits for (runs/anchored.py), and the
+            # foreign key's lookups.
+            models.Index(
+                fields=["source_trigger", "-scheduled_for"],
+                condition=Q(source_trigger__isnull=False),
+                name="run_source_trigger_idx",
             ),
             # A parent run's children, and what a run's end started.
             models.Index(fields=["cause"], condition=Q(cause__isnull=False), name="run_cause_idx"),

@@ -24,10 +24,10 @@ from jobs.errors import (
 from jobs.i18n import translated
 from jobs.models import Job, Trigger
 from jobs.policies import INTERNAL_TARGETS
-from jobs.services import on_run_started
 from jobs.specs import allowed_in_maintenance
 from jobs.validation import check_params_size
 from runs import decisions
+from runs.anchored import release_on_start
 from runs.clock import now as shared_now
 from runs.core.admission import Admission, Decision
 from runs.core.messages import MAINTENANCE_REFUSAL
@@ -325,7 +325,7 @@ def start_run(run: Run, *, worker: str, now: datetime) -> bool:
         if not cas_update(run.pk, expected_status=RunStatus.QUEUED, changes=changes):
             return False
         if waits_for_runs(run):
-            on_run_started(run.job_id, started_at=now)
+            release_on_start(run, started_at=now)
     run.status, run.started_at, run.worker = RunStatus.RUNNING, now, worker[:255]
     return True
 

@@ -38,8 +38,9 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from jobs.core import triggers as core
 from jobs.models import Trigger
-from jobs.policies import IntervalAnchorChoice, TriggerKind
-from jobs.specs import trigger_description, trigger_spec
+from jobs.policies import TriggerKind
+from jobs.specs import RUN_ANCHORS, trigger_description, trigger_spec
+from runs.anchored import newest_own_status
 from runs.decisions import Decision, record
 from runs.models import ACTIVE_STATUSES, Run
 from runs.signals import trigger_stalled
@@ -48,7 +49,6 @@ log = logging.getLogger("takt.beat")
 
 # The kinds whose fire times come from next_run_at.
 TIMED_KINDS = (TriggerKind.CRON, TriggerKind.INTERVAL, TriggerKind.CALENDAR, TriggerKind.ONCE)
-RUN_ANCHORS = (IntervalAnchorChoice.FROM_START, IntervalAnchorChoice.FROM_FINISH)
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,11 @@ class Stalled:
 
 def stalled_triggers() -> QuerySet[Trigger]:
     """The stalled triggers with their jobs, in id order (one query)."""
-    busy = Exists(Run.objects.filter(job_id=OuterRef("job_id"), status__in=ACTIVE_STATUSES))
-    waits_for_its_run = Q(kind=TriggerKind.INTERVAL, interval_anchor__in=RUN_ANCHORS) & busy
+    # An interval anchored on a run whose own run is still to start or end:
+    # that run will set it (runs/anchored.py; another run of the job will not).
+    waits_for_its_run = Q(
+        kind=TriggerKind.INTERVAL, interval_anchor__in=RUN_ANCHORS, waited__in=ACTIVE_STATUSES
+    )
     # A once trigger whose one fire time the claim handled: it ran
     # (last_fired_at), or the missed-run policy passed over it (its skipped
     # record names it; found by the model test: "repaired", it was skipped
@@ -90,6 +93,7 @@ def stalled_triggers() -> QuerySet[Trigger]:
     handled = Exists(Run.objects.filter(source_trigger_id=OuterRef("pk")))
     return (
         Trigger.objects.filter(active=True, next_run_at__isnull=True, kind__in=TIMED_KINDS)
+        .annotate(waited=newest_own_status())
         .exclude(kind=TriggerKind.ONCE, last_fired_at__isnull=False)
         .exclude(Q(kind=TriggerKind.ONCE) & handled)
         .exclude(job__max_runs__isnull=False, job__runs_done__gte=F("job__max_runs"))

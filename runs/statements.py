@@ -76,6 +76,7 @@ RUN_FIELDS = (
     "job_id",
     "attempt",
     "cause_id",
+    "source_trigger_id",  # the trigger a run-anchored interval waits on (runs/anchored.py)
 )
 _JOB_ID_AT = RUN_FIELDS.index("job_id")
 

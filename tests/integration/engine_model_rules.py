@@ -151,18 +151,14 @@ def check_retries(job_ids: list[int]) -> None:
             assert MAINTENANCE_REFUSAL in retry.message, f"retry {retry.pk}: {retry.message}"
 
 
-def check_anchored_spacing(
-    trigger: Trigger, anchor: str, *, runs_before: int, known_defects: bool
-) -> None:
+def check_anchored_spacing(trigger: Trigger, anchor: str, *, runs_before: int) -> None:
     """An interval anchored on a run: the beat's runs of one schedule are
     at least N apart, from the start (from_start) or the end (from_finish)
     of the run before — or from the end of one that never started, or of
     the claim that made no run to start (docs/policies.md). Runs made by
-    one claim (a skipped record and its run) are not compared. Unless
-    `known_defects`, a pair is not compared either when another run of the
-    job started or ended in between and released the trigger N before the
-    later one (test_engine_model_found.py: any run of the job releases a
-    waiting trigger)."""
+    one claim (a skipped record and its run) are not compared. No other
+    run of the job (a retry, a manual one) moves the trigger
+    (runs/anchored.py)."""
     interval = timedelta(seconds=trigger.interval_seconds or 0)
     runs = list(
         Run.objects.filter(source_trigger=trigger, pk__gt=runs_before, trigger__in=BEATS).order_by(
@@ -176,8 +172,6 @@ def check_anchored_spacing(
             since = before.started_at
         else:
             since = before.finished_at
-        if not known_defects and _released_by_another(trigger, before, after, anchor, interval):
-            continue
         assert since is not None, (
             f"trigger {trigger.pk} ({anchor}) made run {after.pk} while run {before.pk}"
             f" ({before.status}) had neither started nor ended"
@@ -187,19 +181,6 @@ def check_anchored_spacing(
             f" less than {interval} after run {before.pk} ({before.status},"
             f" started {before.started_at}, ended {before.finished_at})"
         )
-
-
-def _released_by_another(
-    trigger: Trigger, before: Run, after: Run, anchor: str, interval: timedelta
-) -> bool:
-    others = Run.objects.filter(job_id=trigger.job_id).exclude(pk__in=[before.pk, after.pk])
-    moments = [
-        moment
-        for started, finished in others.values_list("started_at", "finished_at")
-        for moment in (started if anchor == "from_start" else None, finished)
-        if moment is not None and before.enqueued_at <= moment <= after.enqueued_at
-    ]
-    return any(after.scheduled_for >= moment + interval for moment in moments)
 
 
 def condition_unmet(job: Job, *, now: datetime, made_after: int) -> bool:

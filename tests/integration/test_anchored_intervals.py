@@ -226,3 +226,56 @@ def test_a_fire_time_whose_run_is_running_fires_at_its_end_or_an_interval_after_
 
     trigger.refresh_from_db()
     assert job.runs.count() == 1 and trigger.next_run_at == T0 + then * SECOND
+
+
+# --- only the run the trigger waits for moves it (issue 27, defect B) ------
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_manual_run_starting_and_ending_leaves_the_trigger_waiting_for_its_own_run(
+    anchor, claim_path, redis_client
+):
+    """Found by the model-based test as a retry (test_engine_model_found.py):
+    any run of the job that started or ended gave a waiting trigger its
+    next fire time, and it fired again while its own run still waited."""
+    job = make_job("report", overlap_policy="allow", max_instances=3)
+    trigger = interval(job, anchor)
+    tick(T0 + 60 * SECOND)
+    own = job.runs.get(trigger=RunTrigger.SCHEDULE)
+    manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0 + 61 * SECOND)
+
+    assert start_run(manual, worker="w", now=T0 + 62 * SECOND)
+    assert finish_run(manual, status=RunStatus.SUCCEEDED, now=T0 + 63 * SECOND)
+
+    trigger.refresh_from_db()
+    assert trigger.next_run_at is None, "a manual run moved the trigger"
+    assert start_run(Run.objects.get(pk=own.pk), worker="w", now=T0 + 70 * SECOND)
+    assert finish_run(own, status=RunStatus.SUCCEEDED, now=T0 + 80 * SECOND)
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + (130 if anchor == "from_start" else 140) * SECOND
+
+
+@pytest.mark.parametrize("anchor", ANCHORS)
+def test_a_run_claimed_before_an_edit_does_not_move_the_trigger_waiting_for_a_later_one(
+    anchor, claim_path, redis_client
+):
+    """The trigger waited for run 1; an edit gave it a fire time again (as
+    saving its schedule does) and the beat claimed run 2: run 1's start and
+    end are not the ones it waits for."""
+    job = make_job("report", overlap_policy="allow", max_instances=3)
+    trigger = interval(job, anchor)
+    tick(T0 + 60 * SECOND)
+    first = job.runs.get(trigger=RunTrigger.SCHEDULE)
+    type(trigger).objects.filter(pk=trigger.pk).update(next_run_at=T0 + 65 * SECOND)
+    tick(T0 + 65 * SECOND)
+    second = job.runs.get(scheduled_for=T0 + 65 * SECOND)
+
+    assert start_run(Run.objects.get(pk=first.pk), worker="w", now=T0 + 70 * SECOND)
+    assert finish_run(first, status=RunStatus.SUCCEEDED, now=T0 + 75 * SECOND)
+
+    trigger.refresh_from_db()
+    assert trigger.next_run_at is None, "the earlier run moved the trigger"
+    assert start_run(Run.objects.get(pk=second.pk), worker="w", now=T0 + 80 * SECOND)
+    assert finish_run(second, status=RunStatus.SUCCEEDED, now=T0 + 90 * SECOND)
+    trigger.refresh_from_db()
+    assert trigger.next_run_at == T0 + (140 if anchor == "from_start" else 150) * SECOND

@@ -29,10 +29,15 @@ pytestmark = pytest.mark.django_db
 T0 = utc(2026, 6, 1, 8, 0)
 
 
-def running_run(job: Job, *, at=T0, slot: int = 0) -> tuple[Run, Any]:
+def running_run(
+    job: Job, *, at=T0, slot: int = 0, trigger: Trigger | None = None
+) -> tuple[Run, Any]:
     """A run a worker has started, holding a slot of its job's lock under
-    its own token."""
-    run = create_run(job, trigger=RunTrigger.MANUAL, now=at)
+    its own token; with `trigger`, that trigger's scheduled run."""
+    if trigger is None:
+        run = create_run(job, trigger=RunTrigger.MANUAL, now=at)
+    else:
+        run = create_run(job, trigger=RunTrigger.SCHEDULE, now=at, source_trigger=trigger)
     assert start_run(run, worker="w1", now=at)
     lock = job_lock(job.pk, slot=slot, run_id=run.pk)
     assert lock.acquire()
@@ -279,8 +284,8 @@ def test_a_trigger_anchored_on_run_ends_moves_on_after_a_cancel(redis_client):
         interval_seconds=300,
         interval_anchor="from_finish",
     )
-    run, _lock = running_run(job)
-    Trigger.objects.filter(pk=trigger.pk).update(next_run_at=None)  # waits for the run's end
+    run, _lock = running_run(job, trigger=trigger)
+    Trigger.objects.filter(pk=trigger.pk).update(next_run_at=None)  # waits for its run's end
 
     cancel_run(run.pk, by="alice", now=T0 + 30 * SECOND)
 

@@ -94,15 +94,6 @@ QUEUE_AT_REST: dict[str, Any] = {
 # the same runs in every sequence (Hypothesis replays them to shrink).
 FIRST_ID = 900_000
 
-# Engine defects the model found and that are not fixed yet, each an
-# xfail(strict=True) test in test_engine_model_found.py: the model leaves
-# their steps out, so that a deep run looks past them, unless
-# TAKT_MODEL_KNOWN_DEFECTS is set. Now: a run-anchored trigger released by
-# another run of its job while its own run waits
-# (engine_model_rules.check_anchored_spacing does not compare then). Fixed
-# since, and checked by the model again: a once trigger skipped as missed
-# "repaired" to be skipped again; no lock-file report while the switch is on.
-KNOWN_DEFECTS = bool(os.environ.get("TAKT_MODEL_KNOWN_DEFECTS"))
 
 # The maintenance lock file TAKT_MAINTENANCE_LOCK_FILE names (set by the
 # test for the whole session of sequences; a rule creates and deletes it).
@@ -680,7 +671,6 @@ class EngineModel(RuleBasedStateMachine):
                     trigger,
                     anchor,
                     runs_before=self.segment[trigger.pk][2],
-                    known_defects=KNOWN_DEFECTS,
                 )
 
     @invariant()

@@ -3,7 +3,7 @@ test_engine_model.py), each as the shrunk sequence of steps, with the
 invariants checked after every step as the state machine does. One not
 fixed yet is a strict xfail: it turns red when the fix lands, and then
 becomes an ordinary regression test (drop the mark, and the model's guard
-for it), as the others here did."""
+for it), as each of these did."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def state(redis_client: Any, settings: Any, tmp_path: Path, monkeypatch: Any) -> Any:
-    monkeypatch.setattr(model, "KNOWN_DEFECTS", True)  # the model's steps, unguarded
+def state(redis_client: Any, settings: Any, tmp_path: Path) -> Any:
     model.LOCK_FILE["path"] = tmp_path / "NoLock.ini"
     settings.TAKT_MAINTENANCE_LOCK_FILE = str(model.LOCK_FILE["path"])
     machine = model.EngineModel()
@@ -49,17 +48,6 @@ def test_a_once_trigger_skipped_as_missed_is_not_repaired_to_fire_again(state: A
     state.check_everything()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Any run of the job that starts (from_start) or ends (from_finish) gives a"
-        " waiting run-anchored trigger its next fire time (jobs/services.py"
-        " on_run_started/_release_waiting select by job, not by the run the claim"
-        " made): a retry starting while the trigger's own run still waits makes the"
-        " trigger fire again, two of its runs on the way (a backfill run, or one made"
-        " before the trigger was edited, does the same)"
-    ),
-)
 def test_a_retry_does_not_release_the_trigger_waiting_for_its_own_run(state: Any) -> None:
     state.set_up(
         start="ordinary day",

@@ -48,7 +48,9 @@ def healthy_system() -> list[Trigger]:
     anchored = make_trigger(
         waiting, created_at=T0, kind="interval", interval_seconds=60, interval_anchor="from_finish"
     )
-    create_run(waiting, trigger=RunTrigger.SCHEDULE, now=T0 + 60 * SECOND)  # it sets the time
+    create_run(
+        waiting, trigger=RunTrigger.SCHEDULE, now=T0 + 60 * SECOND, source_trigger=anchored
+    )  # its own run sets the time
     once = make_job("once, fired")
     fired = make_trigger(once, created_at=T0, kind="once", run_at=T0 + 60 * SECOND)
     Trigger.objects.filter(pk=fired.pk).update(next_run_at=None, last_fired_at=T0 + 60 * SECOND)
@@ -161,7 +163,7 @@ def test_an_anchored_interval_whose_run_ended_without_setting_it_is_repaired(red
     trigger = make_trigger(
         job, created_at=T0, kind="interval", interval_seconds=60, interval_anchor="from_finish"
     )
-    run = create_run(job, trigger=RunTrigger.SCHEDULE, now=T0 + 60 * SECOND)
+    run = create_run(job, trigger=RunTrigger.SCHEDULE, now=T0 + 60 * SECOND, source_trigger=trigger)
     break_by_hand(trigger)
     assert repair_stalled_triggers(now=NOW) == []  # its run is queued: it will set it
     type(run).objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED)
