@@ -46,6 +46,8 @@ def status_word(status: str) -> str:
 
 
 ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+# The ends that went wrong (run_problem_idx; "Re-run failed runs since…").
+FAILED_STATUSES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
 FINISHED_STATUSES = tuple(s for s in RunStatus if s not in ACTIVE_STATUSES)
 
 
@@ -181,6 +183,16 @@ class Run(models.Model):
         verbose_name=_("retry of"),
         help_text=_("The failed run this one retries."),
     )
+    rerun_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reruns",
+        db_index=False,  # run_rerun_of_idx
+        verbose_name=_("re-run of"),
+        help_text=_("The ended run an operator ran again with its parameters."),
+    )
 
     class Meta:
         verbose_name = _("run")
@@ -224,7 +236,7 @@ class Run(models.Model):
             ),
             models.Index(
                 fields=["-enqueued_at"],
-                condition=Q(status__in=["failed", "timed_out", "lost"]),
+                condition=Q(status__in=FAILED_STATUSES),
                 name="run_problem_idx",
             ),
             models.Index(fields=["job", "status"], name="run_job_status_idx"),
@@ -246,6 +258,10 @@ class Run(models.Model):
             # scans the table once per deleted row for the foreign key.
             models.Index(
                 fields=["retry_of"], condition=Q(retry_of__isnull=False), name="run_retry_of_idx"
+            ),
+            # Deleting a run finds its re-runs (as for retries above).
+            models.Index(
+                fields=["rerun_of"], condition=Q(rerun_of__isnull=False), name="run_rerun_of_idx"
             ),
             # The beat's lost-run check (runs.recovery): running runs that
             # started before now - TTL. Holds only what is running now, so
