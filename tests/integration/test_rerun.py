@@ -13,6 +13,7 @@ from runs.models import Run, RunStatus, RunTrigger
 from runs.queue import set_maintenance
 from runs.rerun import RunNotRerunnable, failed_since, rerun
 from runs.services import create_run
+from tests.integration.api_helpers import SessionClient, TokenClient, make_token, user_with
 from tests.integration.conftest import SECOND, broker_task_ids, make_job, utc
 
 T0 = utc(2026, 6, 1, 8, 0)
@@ -127,3 +128,74 @@ def test_the_command_names_what_is_wrong(redis_client, args, said):
     with pytest.raises(CommandError, match=said):
         call_command("rerun", *args, stdout=StringIO())
     assert not Run.objects.exists()
+
+
+# --- POST /api/v1/runs/<id>/rerun ------------------------------------------------------
+
+
+def rerun_path(run_id: int) -> str:
+    return f"/api/v1/runs/{run_id}/rerun"
+
+
+def test_a_user_who_may_start_the_job_re_runs_through_the_api(redis_client):
+    job = make_job("Export", api_trigger_permission="authenticated", caller_params=["day"])
+    old = ended(job, params={"day": "2026-05-31"})
+    client = SessionClient(user_with("takt_runs.view_run", username="alice"))
+
+    response = client.send("post", rerun_path(old.pk))
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["rerun_of"], body["trigger"], body["params"]) == (
+        old.pk, "manual", {"day": "2026-05-31"},
+    )  # fmt: skip
+    assert Run.objects.get(pk=body["id"]).rerun_of_id == old.pk
+
+
+@pytest.mark.parametrize(
+    ("job_fields", "perms", "field"),
+    [
+        ({"api_trigger_permission": "off"}, ("takt_runs.view_run",), "api_trigger_permission"),
+        ({"api_trigger_permission": "authenticated"}, (), "detail"),
+        ({"api_trigger_permission": "authenticated", "caller_params": []},
+         ("takt_runs.view_run",), "params.day"),
+    ],
+    ids=["api-off", "no-view-permission", "a-param-the-caller-may-not-set"],
+)  # fmt: skip
+def test_the_api_refuses_a_re_run_the_caller_may_not_start_and_makes_nothing(
+    redis_client, job_fields, perms, field
+):
+    job = make_job("Export", **job_fields)
+    old = ended(job, params={"day": "2026-05-31"})
+    client = SessionClient(user_with(*perms, username="bob"))
+
+    response = client.send("post", rerun_path(old.pk))
+
+    assert response.status_code in (400, 403), response.content
+    assert field in response.json(), response.json()
+    assert Run.objects.count() == 1
+
+
+def test_the_api_refuses_a_run_under_way_and_a_body_and_makes_nothing(redis_client):
+    job = make_job("Export", api_trigger_permission="authenticated", caller_params=["*"])
+    active = create_run(job, trigger=RunTrigger.MANUAL, now=T0)
+    old = ended(job)
+    client = SessionClient(user_with("takt_runs.view_run", username="alice"))
+
+    under_way = client.send("post", rerun_path(active.pk))
+    with_body = client.send("post", rerun_path(old.pk), {"params": {"x": 1}})
+
+    assert under_way.status_code == 409 and "is still" in under_way.json()["status"][0]
+    assert with_body.status_code == 400, with_body.content
+    assert Run.objects.count() == 2
+
+
+def test_a_jobs_token_re_runs_its_jobs_runs_only(redis_client):
+    job = make_job("Export", api_trigger_permission="token")
+    other = make_job("Other", api_trigger_permission="token")
+    mine, theirs = ended(job), ended(other)
+    client = TokenClient(make_token(job=job))
+
+    assert client.send("post", rerun_path(mine.pk)).status_code == 201
+    assert client.send("post", rerun_path(theirs.pk)).status_code == 404
+    assert not Run.objects.filter(rerun_of=theirs).exists()
