@@ -27,6 +27,7 @@ from heartbeats.core.status import operations_label
 from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
 from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
+from jobs.admin.display import LocalTimes
 from jobs.admin.lookups import refuse_regex_lookups
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
@@ -34,7 +35,7 @@ JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its j
 
 @admin.register(Heartbeat)
 @refuse_regex_lookups
-class HeartbeatAdmin(admin.ModelAdmin):
+class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
     list_display = ("name", "state_label", "last_run_at", "last_success_at", "deadline_s", "state")
     search_fields = ("name",)
     fields = (
@@ -169,7 +170,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
 
 @admin.register(Alert)
 @refuse_regex_lookups
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(LocalTimes, admin.ModelAdmin):
     list_display = ("title", "severity", "count", "last_seen_at", "seen", "resolved_at")
     list_filter = ("severity", "seen", ("resolved_at", admin.EmptyFieldListFilter))
     search_fields = ("title", "message", "key")

@@ -33,6 +33,7 @@ from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
     EMPTY,
+    LocalTimes,
     run_duration_text,
     state_badge,
     status_badge,
@@ -60,6 +61,7 @@ from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
+from jobs.input_zone import ZonedDateTimeInput
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
@@ -72,10 +74,13 @@ from runs.services import enqueue_job
 class BackfillForm(forms.Form):
     start = forms.DateTimeField(
         label=gettext_lazy("From"),
-        help_text=gettext_lazy("Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Date and time (YYYY-MM-DD HH:MM)."),
     )
     end = forms.DateTimeField(
-        label=gettext_lazy("To"), help_text=gettext_lazy("Not in the future.")
+        label=gettext_lazy("To"),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Not in the future."),
     )
 
     def clean(self) -> dict[str, Any]:
@@ -87,7 +92,7 @@ class BackfillForm(forms.Form):
 
 @admin.register(Job)
 @refuse_regex_lookups
-class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
+class JobAdmin(LocalTimes, CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
