@@ -93,7 +93,12 @@ class ZonedSplitDateTime(AdminSplitDateTime):
     """The admin's date and time inputs, with the zone they are read in."""
 
     def render(self, *args: Any, **kwargs: Any) -> SafeString:
-        return mark_safe(super().render(*args, **kwargs) + zone_note())  # noqa: S308  (both safe)
+        """The note on a line of its own, under the time (inside the admin's
+        <p class="datetime">, which sits in a row with the label)."""
+        html = str(super().render(*args, **kwargs))
+        head, end, tail = html.rpartition("</p>")
+        note = format_html("<br>{}", zone_note())
+        return mark_safe(f"{head}{note}{end}{tail}" if end else html + note)  # noqa: S308
 
 
 class ZonedDateTimeInput(forms.DateTimeInput):

@@ -83,14 +83,8 @@ def test_every_date_time_typed_in_says_its_zone(superuser_request):
 def test_the_heartbeat_and_alert_pages_show_times_as_the_admin_does(admin_client):
     seen = datetime(2026, 1, 15, 12, 0, 5, tzinfo=UTC)
     beat = Heartbeat.objects.create(name="nightly-backup", deadline_s=60, last_run_at=seen)
-    alert = Alert.objects.create(
-        key="k",
-        severity="warning",
-        title="Backup late",
-        first_seen_at=seen,
-        last_seen_at=seen,
-        resolved_at=seen,
-    )
+    times = dict.fromkeys(("first_seen_at", "last_seen_at", "resolved_at"), seen)
+    alert = Alert.objects.create(key="k", severity="warning", title="Backup late", **times)
     admin_client.cookies["takt_time_zone"] = "America/New_York"
     pages = [
         reverse("admin:takt_heartbeats_heartbeat_changelist"),
