@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db import models
 from django.http import HttpRequest
 from django.utils import timezone
@@ -128,6 +129,28 @@ class LocalTimes:
         fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]
         return self._fieldsets(fieldsets, request, obj)
 
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        if "fields" not in kwargs:  # get_fields asks with fields=None
+            kwargs["fields"] = self._form_fields(request, obj)
+        return super().get_form(request, obj, change=change, **kwargs)  # type: ignore[misc]
+
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        if "fields" not in kwargs:
+            kwargs["fields"] = self._form_fields(request, obj)
+        return super().get_formset(request, obj, **kwargs)  # type: ignore[misc]
+
+    def _form_fields(self, request: HttpRequest, obj: Any) -> list[Any]:
+        """The fields of the fieldsets without the shown date-times, which
+        are this admin's, not the form's."""
+        times = self._time_fields()
+        return [
+            name
+            for name in flatten_fieldsets(self.get_fieldsets(request, obj))
+            if not (isinstance(name, str) and name.endswith(SHOWN) and name[: -len(SHOWN)] in times)
+        ]
+
     # Each of these gives the same answer when applied twice.
     def _listed(self, names: Any) -> list[Any]:
         times = self._time_fields()
@@ -141,10 +164,20 @@ class LocalTimes:
         own = [n for n in names if isinstance(n, str) and n in times]
         return list(dict.fromkeys([*shown, *own]))
 
+    def _typed_in(self, request: HttpRequest, obj: Any) -> bool:
+        """Whether the page's fields are typed in: the user may change the
+        object, or add one (a view-only page shows every field)."""
+        admin_: Any = self
+        if admin_.has_change_permission(request, obj):
+            return True
+        if isinstance(admin_, admin.options.InlineModelAdmin):
+            return bool(admin_.has_add_permission(request, obj))
+        return obj is None and bool(admin_.has_add_permission(request))
+
     def _fieldsets(self, fieldsets: Any, request: HttpRequest, obj: Any) -> list[Any]:
         """A date-time that is not typed in (not editable, read-only in the
         class, or the user may not change the object) as ``<name>_shown``."""
-        typed = self.has_change_permission(request, obj)  # type: ignore[attr-defined]
+        typed = self._typed_in(request, obj)
         shown_names = {
             name
             for name, field in self._time_fields().items()
