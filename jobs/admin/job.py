@@ -271,7 +271,7 @@ class JobAdmin(LocalTimes, CapabilityAdmin, ScriptAdmin, CoordinationFields, adm
     @admin.display(description=gettext_lazy("Schedule"))
     def schedule(self, obj: Job) -> str:
         words = [specs.trigger_description(t) for t in obj.triggers.all() if t.enabled]
-        return "; ".join(words) or EMPTY
+        return times_in_text("; ".join(words)) if words else EMPTY  # a once time in your zone
 
     @admin.display(description=gettext_lazy("Next run"))
     def next_run(self, obj: Job) -> Any:
