@@ -107,7 +107,7 @@ def test_a_jobs_paused_until_is_read_and_shown_in_new_york(page: Page) -> None:
     expect(shown.nth(1)).to_have_value("03:10:00")  # shown back as typed, in New York
 
 
-def test_the_run_lists_from_filter_reads_new_york_time(page: Page) -> None:
+def test_the_run_lists_from_and_before_filters_read_new_york_time(page: Page) -> None:
     job = Job.objects.create(name="Ledger", target="tests.echo")
     early = past_run(job, started_at=datetime(2026, 1, 15, 7, 55, tzinfo=UTC))  # 02:55 EST
     late = past_run(job, started_at=datetime(2026, 1, 15, 8, 5, tzinfo=UTC))  # 03:05 EST
@@ -123,6 +123,15 @@ def test_the_run_lists_from_filter_reads_new_york_time(page: Page) -> None:
     expect(listed).to_have_count(1)
     expect(listed).to_contain_text(f"#{late.pk}")
     assert Run.objects.filter(pk=early.pk).exists()  # there, and left out
+
+    page.goto(RUN_LIST)
+    before = page.locator("details[data-filter-title='enqueued before']")
+    before.get_by_label("enqueued before").fill("2026-01-15 03:00")
+    before.get_by_role("button", name="Go").click()
+
+    expect(page).to_have_url(re.compile(r"enqueued_to=2026-01-15"))
+    expect(listed).to_have_count(1)
+    expect(listed).to_contain_text(f"#{early.pk}")
 
 
 def test_read_only_times_are_drawn_in_new_york_with_the_zones_name(page: Page) -> None:

@@ -84,7 +84,13 @@ def test_the_heartbeat_and_alert_pages_show_times_as_the_admin_does(admin_client
     seen = datetime(2026, 1, 15, 12, 0, 5, tzinfo=UTC)
     beat = Heartbeat.objects.create(name="nightly-backup", deadline_s=60, last_run_at=seen)
     times = dict.fromkeys(("first_seen_at", "last_seen_at", "resolved_at"), seen)
-    alert = Alert.objects.create(key="k", severity="warning", title="Backup late", **times)
+    alert = Alert.objects.create(
+        key="k",
+        severity="warning",
+        title="Backup late",
+        message="since 2026-01-15T12:00:05Z",
+        **times,
+    )
     admin_client.cookies["takt_time_zone"] = "America/New_York"
     pages = [
         reverse("admin:takt_heartbeats_heartbeat_changelist"),
@@ -97,3 +103,4 @@ def test_the_heartbeat_and_alert_pages_show_times_as_the_admin_does(admin_client
         assert 'datetime="2026-01-15T12:00:05Z"' in page, url
         assert "2026-01-15 07:00:05 EST</time>" in page, url  # without JavaScript too
         assert "Jan. 15, 2026" not in page and "12:00 p.m." not in page, url
+    assert "since <time" in page  # the alert's message: its time too
