@@ -22,6 +22,7 @@ from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import past_run
 from tests.browser.pages import (
     JOB_ADD,
+    QUEUE,
     RUN_LIST,
     Shot,
     add_trigger,
@@ -47,7 +48,7 @@ def zone_note(where: Locator) -> Locator:
     return where.locator(".takt-input-zone")
 
 
-def test_a_once_trigger_typed_at_0310_in_new_york_is_stored_as_0810_utc(
+def test_trigger_times_typed_at_0310_in_new_york_are_stored_as_0810_utc(
     page: Page, shot: Shot
 ) -> None:
     page.goto(JOB_ADD)
@@ -64,13 +65,23 @@ def test_a_once_trigger_typed_at_0310_in_new_york_is_stored_as_0810_utc(
     expect(preview).to_contain_text(f"{NEXT_YEAR}-01-15 03:10:00 EST")
     shot(page, "trigger-once-browser-zone", element=winter)
 
+    interval = add_trigger(page)
+    interval.get_by_label("Kind").select_option(label="Interval")
+    interval.get_by_label("Interval seconds").fill("3600")
+    fill_datetime(interval, "Start at", WINTER_0310)
+    expect(zone_note(interval).filter(visible=True)).to_have_text([BROWSERS_ZONE])
+
     save(page)
 
     expect_saved(page, "One-off")
-    stored = sorted(t.run_at for t in Job.objects.get(name="One-off").triggers.all())
+    triggers = Job.objects.get(name="One-off").triggers.all()
+    stored = sorted(t.run_at for t in triggers if t.kind == "once")
     assert stored == [
         datetime(NEXT_YEAR, 1, 15, 8, 10, tzinfo=UTC),
         datetime(NEXT_YEAR, 7, 15, 7, 10, tzinfo=UTC),
+    ]
+    assert [t.start_at for t in triggers if t.kind == "interval"] == [
+        datetime(NEXT_YEAR, 1, 15, 8, 10, tzinfo=UTC)
     ]
 
 
@@ -165,3 +176,10 @@ def test_read_only_times_are_drawn_in_new_york_with_the_zones_name(page: Page) -
         shown = page.locator(f".fieldBox.field-{field}_shown time")
         expect(shown).to_have_text(f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}")
         expect(shown).to_have_attribute("title", f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC")
+
+
+def test_the_zone_beside_a_typed_time_is_said_in_german(german_page: Page) -> None:
+    german_page.goto(QUEUE)
+    expect(german_page.locator("#takt-pause-form .takt-input-zone")).to_have_text(
+        "America/New_York, die Zeitzone Ihres Browsers"
+    )
