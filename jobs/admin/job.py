@@ -61,7 +61,7 @@ from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
-from jobs.input_zone import ZonedDateTimeInput
+from jobs.input_zone import ZonedDateTimeInput, typed_text
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
@@ -87,6 +87,10 @@ class BackfillForm(forms.Form):
         data = super().clean() or {}
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             self.add_error("end", _("must not be before the start"))
+        now = timezone.now()
+        for name in ("start", "end"):
+            if data.get(name) and data[name] > now:  # shown in the zone it was typed in
+                self.add_error(name, _("%(at)s is in the future") % {"at": typed_text(data[name])})
         return data
 
 
