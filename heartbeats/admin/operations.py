@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
@@ -27,6 +28,7 @@ from heartbeats.core.status import operations_label
 from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
 from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
+from jobs.admin.display import LocalTimes, times_in_text
 from jobs.admin.lookups import refuse_regex_lookups
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
@@ -34,7 +36,7 @@ JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its j
 
 @admin.register(Heartbeat)
 @refuse_regex_lookups
-class HeartbeatAdmin(admin.ModelAdmin):
+class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
     list_display = ("name", "state_label", "last_run_at", "last_success_at", "deadline_s", "state")
     search_fields = ("name",)
     fields = (
@@ -169,12 +171,21 @@ class HeartbeatAdmin(admin.ModelAdmin):
 
 @admin.register(Alert)
 @refuse_regex_lookups
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(LocalTimes, admin.ModelAdmin):
     list_display = ("title", "severity", "count", "last_seen_at", "seen", "resolved_at")
     list_filter = ("severity", "seen", ("resolved_at", admin.EmptyFieldListFilter))
     search_fields = ("title", "message", "key")
-    readonly_fields = [f.name for f in Alert._meta.fields]
+    # The message's UTC times ("last run 2026-06-01T08:00:00+00:00") shown
+    # as the admin shows times.
+    readonly_fields = [
+        f.name if f.name != "message" else "message_text" for f in Alert._meta.fields
+    ]
+    exclude = ("message",)
     actions = ["mark_as_seen"]
+
+    @admin.display(description=_("message"))
+    def message_text(self, obj: Alert) -> SafeString:
+        return times_in_text(obj.message)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -33,6 +33,7 @@ from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
     EMPTY,
+    LocalTimes,
     run_duration_text,
     state_badge,
     status_badge,
@@ -60,6 +61,7 @@ from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
+from jobs.input_zone import ZonedDateTimeInput, typed_text
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
@@ -72,22 +74,29 @@ from runs.services import enqueue_job
 class BackfillForm(forms.Form):
     start = forms.DateTimeField(
         label=gettext_lazy("From"),
-        help_text=gettext_lazy("Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Date and time (YYYY-MM-DD HH:MM)."),
     )
     end = forms.DateTimeField(
-        label=gettext_lazy("To"), help_text=gettext_lazy("Not in the future.")
+        label=gettext_lazy("To"),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Not in the future."),
     )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             self.add_error("end", _("must not be before the start"))
+        now = timezone.now()
+        for name in ("start", "end"):
+            if data.get(name) and data[name] > now:  # shown in the zone it was typed in
+                self.add_error(name, _("%(at)s is in the future") % {"at": typed_text(data[name])})
         return data
 
 
 @admin.register(Job)
 @refuse_regex_lookups
-class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
+class JobAdmin(LocalTimes, CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
@@ -266,7 +275,7 @@ class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmi
     @admin.display(description=gettext_lazy("Schedule"))
     def schedule(self, obj: Job) -> str:
         words = [specs.trigger_description(t) for t in obj.triggers.all() if t.enabled]
-        return "; ".join(words) or EMPTY
+        return times_in_text("; ".join(words)) if words else EMPTY  # a once time in your zone
 
     @admin.display(description=gettext_lazy("Next run"))
     def next_run(self, obj: Job) -> Any:

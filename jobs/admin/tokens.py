@@ -21,6 +21,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from jobs.admin.display import LocalTimes
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
@@ -28,7 +29,7 @@ from jobs.tokens import PREFIX, ApiToken
 
 @admin.register(ApiToken)
 @refuse_regex_lookups
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(LocalTimes, admin.ModelAdmin):
     list_display = (
         "name",
         "shown_id",

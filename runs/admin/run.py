@@ -28,7 +28,9 @@ from django.views.decorators.http import require_POST
 from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
+    LocalTimes,
     run_duration_text,
+    time_column,
     time_html,
     times_in_text,
 )
@@ -56,17 +58,6 @@ from runs.models import ACTIVE_STATUSES, AuditRecord, Run, RunStatus, RunTrigger
 CAUSED_TRIGGERS = (RunTrigger.DEPENDENCY, RunTrigger.PARENT)
 
 
-def time_column(field: str, label: Any, *, compact: bool = False) -> Any:
-    """A column or read-only field showing a run's time in the browser's
-    zone (jobs/admin/display.py); `compact` (lists) drops today's date."""
-
-    @admin.display(description=label)
-    def column(self: Any, obj: Run) -> Any:
-        return time_html(getattr(obj, field), compact=compact)
-
-    return column
-
-
 def flower_task_url(run: Run) -> str:
     """The run's Celery task in Flower (`TAKT_FLOWER_URL`/task/<task id>), or
     "" when no Flower is configured or the run's message was never sent (a
@@ -79,7 +70,7 @@ def flower_task_url(run: Run) -> str:
 
 @admin.register(Run)
 @refuse_regex_lookups
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(LocalTimes, admin.ModelAdmin):
     list_display = (
         "run", "job_link", "trigger", "status_in_list", "scheduled_in_list", "started_in_list",
         "duration", "attempt", "worker",
@@ -318,7 +309,7 @@ class RunAdmin(admin.ModelAdmin):
 
 @admin.register(AuditRecord)
 @refuse_regex_lookups
-class AuditRecordAdmin(admin.ModelAdmin):
+class AuditRecordAdmin(LocalTimes, admin.ModelAdmin):
     """The audit trail of retention cleanup (F-52, F-72): read only."""
 
     list_display = ("recorded", "action", "count", "first_id", "last_id", "by")

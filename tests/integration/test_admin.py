@@ -268,6 +268,11 @@ def test_the_backfill_action_asks_for_a_range_then_creates_the_runs(admin_client
         {**selected, "apply": "1", "start": "2025-03-29 15:00", "end": "2025-03-29 12:00"},
     )
     assert b"must not be before the start" in bad.content
+    future = admin_client.post(
+        changelist,
+        {**selected, "apply": "1", "start": "2025-03-29 13:00", "end": "2999-01-01 00:00"},
+    )
+    assert b"2999-01-01 00:00 CET is in the future" in future.content  # the zone it was read in
     assert not job.runs.exists()
 
     done = admin_client.post(

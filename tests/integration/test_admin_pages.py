@@ -5,7 +5,7 @@ number of queries however many rows there are."""
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
@@ -199,8 +199,37 @@ def test_the_queue_page_refuses_a_pause_end_in_the_past(admin_client, redis_clie
     past = (timezone.now() - timedelta(hours=1)).astimezone(timezone.get_current_timezone())
     response = admin_client.post(url, {"action": "pause", "until": past.strftime("%Y-%m-%d %H:%M")})
     assert response.status_code == 200
-    assert "must be in the future" in response.content.decode()
+    typed = past.replace(second=0).strftime("%Y-%m-%d %H:%M %Z")
+    assert f"{typed} is in the past" in response.content.decode()
     assert not QueueState.objects.filter(pk=1, paused=True).exists()
+
+
+def test_a_time_typed_in_is_read_in_the_zone_the_browser_names(admin_client, redis_client):
+    """F-121: the cookie takt/admin.js sets names the browser's zone; the
+    input says it, and 03:10 typed in New York is 08:10 UTC (EST)."""
+    url = reverse("admin:takt_jobs_queuestate_changelist")
+    admin_client.cookies["takt_time_zone"] = "America/New_York"
+    page = admin_client.get(url).content.decode()
+    assert "America/New_York, your browser&#x27;s time zone" in page
+    assert 'data-admin-utc-offset="-18000"' in page or 'data-admin-utc-offset="-14400"' in page
+    next_year = timezone.now().year + 1
+    admin_client.post(url, {"action": "pause", "until": f"{next_year}-01-15 03:10"})
+    state = QueueState.objects.get(pk=1)
+    assert state.paused_until == datetime(next_year, 1, 15, 8, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("cookie", ["", "Mars/Olympus_Mons", "../../etc/passwd", "x" * 100])
+def test_without_a_zone_it_knows_the_server_reads_in_its_own_and_says_so(
+    admin_client, redis_client, cookie
+):
+    url = reverse("admin:takt_jobs_queuestate_changelist")
+    admin_client.cookies["takt_time_zone"] = cookie
+    page = admin_client.get(url).content.decode()
+    server = timezone.get_default_timezone_name()
+    assert f"{server}, the server&#x27;s time zone (your browser did not tell its own)" in page
+    admin_client.post(url, {"action": "pause", "until": "2031-01-15 03:10"})
+    wanted = datetime(2031, 1, 15, 3, 10, tzinfo=timezone.get_default_timezone())
+    assert QueueState.objects.get(pk=1).paused_until == wanted
 
 
 def test_the_queue_page_switches_maintenance_mode(admin_client, redis_client):
