@@ -10,12 +10,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -56,6 +54,7 @@ from jobs.admin.panels import (
     titled,
 )
 from jobs.admin.queue import QueueStateAdmin  # noqa: F401  (registers the queue page)
+from jobs.admin.reruns import RerunFailedAction, operation_form
 from jobs.admin.scripts import ScriptAdmin, script_fieldsets, script_summary
 from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
@@ -96,7 +95,14 @@ class BackfillForm(forms.Form):
 
 @admin.register(Job)
 @refuse_regex_lookups
-class JobAdmin(LocalTimes, CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
+class JobAdmin(
+    LocalTimes,
+    CapabilityAdmin,
+    ScriptAdmin,
+    CoordinationFields,
+    RerunFailedAction,
+    admin.ModelAdmin,
+):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
@@ -109,7 +115,7 @@ class JobAdmin(LocalTimes, CapabilityAdmin, ScriptAdmin, CoordinationFields, adm
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     list_per_page = 100
-    actions = ["run_now", "enable", "disable", "pause", "resume", "backfill"]
+    actions = ["run_now", "enable", "disable", "pause", "resume", "backfill", "rerun_failed"]
     readonly_fields = (
         "code_managed",
         "created_at",
@@ -448,15 +454,20 @@ class JobAdmin(LocalTimes, CapabilityAdmin, ScriptAdmin, CoordinationFields, adm
             )
             if started is not None:
                 return started
-        context = {
-            **self.admin_site.each_context(request),
-            "title": _("Backfill a past range"),
-            "opts": self.model._meta,
-            "jobs": queryset,
-            "form": form,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/takt_jobs/job/backfill.html", context)
+        return operation_form(
+            self,
+            request,
+            queryset,
+            form,
+            action="backfill",
+            title=_("Backfill a past range"),
+            intro=_(
+                "Create a run for every fire time of these jobs in a past range (at most 1000"
+                " per job), oldest first, one after another. Fire times that already have a"
+                " run are left alone."
+            ),
+            submit=_("Backfill"),
+        )
 
     # --- the "Run now" button on the change form --------------------------------
     def get_urls(self) -> list[Any]:

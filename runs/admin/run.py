@@ -51,6 +51,7 @@ from runs.admin.filters import (
     WaitingFilter,
 )
 from runs.admin.live import live_urls
+from runs.admin.reruns import RerunActions
 from runs.cancel import cancel_run
 from runs.models import ACTIVE_STATUSES, AuditRecord, Run, RunStatus, RunTrigger, task_id_for
 
@@ -70,7 +71,7 @@ def flower_task_url(run: Run) -> str:
 
 @admin.register(Run)
 @refuse_regex_lookups
-class RunAdmin(LocalTimes, admin.ModelAdmin):
+class RunAdmin(LocalTimes, RerunActions, admin.ModelAdmin):
     list_display = (
         "run", "job_link", "trigger", "status_in_list", "scheduled_in_list", "started_in_list",
         "duration", "attempt", "worker",
@@ -89,7 +90,7 @@ class RunAdmin(LocalTimes, admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     paginator = CappedPaginator
     list_per_page = 100
-    actions = ["cancel_selected"]
+    actions = ["cancel_selected", "rerun_selected"]
     change_list_template = "admin/takt_runs/run/change_list.html"
     change_form_template = "admin/takt_runs/run/change_form.html"
     fieldsets = (
@@ -122,7 +123,7 @@ class RunAdmin(LocalTimes, admin.ModelAdmin):
                     ("worker", "result_code"),
                     "result",
                     "params",
-                    ("retry_of", "missed_count", "held"),
+                    ("retry_of", "rerun_of", "missed_count", "held"),
                     ("dedupe_key", "cancelled_by"),
                     "source_trigger",
                 )
@@ -133,7 +134,8 @@ class RunAdmin(LocalTimes, admin.ModelAdmin):
         "job_link", "status_badge", "trigger", "attempt", "priority", "cause_text", "waiting",
         "message_text", "scheduled",
         "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
-        "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
+        "result", "params", "retry_of", "rerun_of", "missed_count", "held", "dedupe_key",
+        "cancelled_by",
         "source_trigger",
     )  # fmt: skip
 
@@ -270,6 +272,7 @@ class RunAdmin(LocalTimes, admin.ModelAdmin):
         return [
             path("<int:run_id>/cancel/", cancel, name="takt_runs_run_cancel"),
             *live_urls(self.admin_site),  # F-93: <id>/live/, the run's live JSON
+            *self.rerun_urls(),  # <id>/rerun/ (runs/admin/reruns.py)
             *super().get_urls(),
         ]
 
@@ -302,6 +305,7 @@ class RunAdmin(LocalTimes, admin.ModelAdmin):
             and run.status in ACTIVE_STATUSES
             and self.has_cancel_permission(request)
         )
+        extra["can_rerun"] = run is not None and self.can_rerun(request, run)
         extra["caused_panels"] = caused_panels(run) if run is not None else []
         extra["flower_task_url"] = flower_task_url(run) if run is not None else ""
         return super().change_view(request, object_id, form_url, extra_context=extra)
