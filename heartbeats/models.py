@@ -169,7 +169,8 @@ class Alert(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.title} ({self.severity}, ×{self.count})"
+        # The admin's heading: the severity in the reader's language.
+        return f"{self.title} ({self.get_severity_display()}, ×{self.count})"
 
     @property
     def is_open(self) -> bool:

@@ -28,6 +28,7 @@ from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
 from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
 from jobs.admin.lookups import refuse_regex_lookups
+from jobs.js_catalog import JS_CATALOG
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
 
@@ -64,6 +65,9 @@ class HeartbeatAdmin(admin.ModelAdmin):
     )
     change_list_template = "admin/takt_heartbeats/heartbeat/change_list.html"
     actions = ["new_ping_token", "remove_ping_token"]
+
+    class Media:
+        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     @admin.action(description=_("New ping token"), permissions=["change"])
     def new_ping_token(self, request: HttpRequest, queryset: QuerySet[Heartbeat]) -> None:
@@ -175,6 +179,9 @@ class AlertAdmin(admin.ModelAdmin):
     search_fields = ("title", "message", "key")
     readonly_fields = [f.name for f in Alert._meta.fields]
     actions = ["mark_as_seen"]
+
+    class Media:
+        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

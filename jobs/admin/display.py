@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from django.utils import timezone
+from django.utils.formats import number_format
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext, gettext_noop
@@ -73,23 +75,24 @@ def run_duration_text(status: str, seconds: float | timedelta | None, *, empty: 
 
 def duration_text(seconds: float | timedelta | None, *, empty: str = EMPTY) -> str:
     """A duration in words: "0.25 s", "12.3 s", "4 min 05 s", "2 h 03 min",
-    "3 d 04 h". None: `empty`."""
+    "3 d 04 h", in the reader's language and number format (German "0,25 s",
+    "3 T 04 h"). None: `empty`."""
     if seconds is None:
         return empty
     if isinstance(seconds, timedelta):
         seconds = seconds.total_seconds()
     if seconds < 0:
         seconds = 0.0
-    if seconds < 10:
-        return f"{seconds:.2f} s"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
+    if seconds < 60:  # the decimal point is the language's (Django's number_format)
+        places = 2 if seconds < 10 else 1
+        rounded = Decimal(f"{seconds:.{places}f}")  # rounded (number_format would cut)
+        return gettext("%(seconds)s s") % {"seconds": number_format(rounded, places)}
     whole = int(round(seconds))
     days, rest = divmod(whole, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
-        return f"{days} d {hours:02d} h"
+        return gettext("%(days)d d %(hours)02d h") % {"days": days, "hours": hours}
     if hours:
         return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {secs:02d} s"

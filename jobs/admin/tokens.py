@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from jobs.admin.lookups import refuse_regex_lookups
+from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
 
@@ -40,6 +41,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "revoked",
     )
     list_filter = ("revoked",)
+
+    class Media:
+        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
+
     search_fields = ("name", "token_id", "user__username", "job__name")
     fields = (
         "name",

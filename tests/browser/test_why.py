@@ -1,6 +1,6 @@
 """ "Why didn't it run?" in the job editor (F-66): the right verdict for
 each state that holds a job back, made through the services and the
-process heartbeats, with the check that fails marked ❌ and its times in
+process heartbeats, with the check that fails marked by a drawn cross (not an emoji) and its times in
 the browser's zone; the stuck run it names is cancelled from the panel."""
 
 from __future__ import annotations
@@ -160,7 +160,9 @@ def test_the_verdict_names_what_holds_the_job_back(page: Page, state: str) -> No
     times_localized(page)
     expect(why.locator(".takt-verdict")).to_have_text(verdict)
     expect(why.locator(".takt-check-no td:nth-child(2)").first).to_have_text(failing)
-    expect(why.locator(".takt-check-no td:first-child").first).to_have_text("❌")
+    failed = why.locator(".takt-check-no td:first-child").first
+    expect(failed.get_by_role("img", name="Check failed")).to_be_visible()  # drawn, not an emoji
+    expect(failed).to_have_text("Check failed")  # its <title>, for readers without the picture
     expect(why.get_by_role("button", name=re.compile("^Cancel run"))).to_have_count(0)
 
 
