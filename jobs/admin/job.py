@@ -289,7 +289,9 @@ class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmi
     @admin.display(description=gettext_lazy("Heartbeat"))
     def heartbeat_state(self, obj: Job) -> Any:
         heartbeat = getattr(obj, "heartbeat", None)
-        return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
+        if heartbeat is None:
+            return state_badge("new")
+        return state_badge(heartbeat.state_at(now=timezone.now()))  # as every page says it
 
     @admin.display(description=gettext_lazy("Run limit"))
     def run_limit(self, obj: Job) -> str:

@@ -20,7 +20,7 @@ from runs import queue
 from runs.models import Run, RunStatus
 from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import WORKER, past_run, report_beat, report_worker
-from tests.browser.pages import Shot, job_change_url, message, times_localized
+from tests.browser.pages import Shot, confirm_cancel, job_change_url, message, times_localized
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -209,6 +209,7 @@ def test_a_stuck_run_is_named_and_cancelled_from_the_panel(page: Page) -> None:
         f" skipped; running since {in_new_york(since)})"
     )
     why.get_by_role("button", name=f"Cancel run #{stuck.pk}").click()
+    confirm_cancel(page, stuck.pk)
 
     expect(message(page)).to_have_text(f"Run #{stuck.pk} cancelled.")
     expect(why.locator(".takt-verdict")).to_contain_text("nothing holds it back")

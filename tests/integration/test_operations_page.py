@@ -32,8 +32,8 @@ def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(ad
     alert = raise_alert("k", severity="warning", title="Run 'broken' failed", message="x", now=now)
 
     page = admin_client.get(reverse("admin:takt_heartbeats_operations")).content.decode()
-    for name, state in (("fresh", "OK"), ("stale", "Overdue"), ("broken", "Last run failed"),
-                        ("never", "No run has reported yet")):  # fmt: skip
+    for name, state in (("fresh", "up"), ("stale", "down"), ("broken", "down"),
+                        ("never", "new")):  # fmt: skip
         row = page[page.index(f">{name}</a>") :].split("</tr>")[0]
         assert f">{state}</span></td>" in row, (name, row)
     assert "Run &#x27;broken&#x27; failed" in page or "Run 'broken' failed" in page
