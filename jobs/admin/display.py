@@ -98,6 +98,13 @@ def duration_text(seconds: float | timedelta | None, *, empty: str = EMPTY) -> s
     return f"{minutes} min {secs:02d} s"
 
 
+def breakable(text: str) -> SafeString:
+    """`text` escaped, with a line-break opportunity (<wbr>) after each ".",
+    "/" and "_": a dotted target or a zone name wraps in a narrow list
+    column (the lists fit a 1280-pixel window) instead of widening it."""
+    return mark_safe(re.sub(r"([./_])", r"\1<wbr>", str(escape(text))))  # noqa: S308  (escaped)
+
+
 def badge_html(value: str, *, family: str = "status", label: str | None = None) -> SafeString:
     """A coloured badge: ``family`` is "status" (a run's status) or
     "state" (a heartbeat's state); the CSS class is takt-<family>-<value>."""
