@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 from jobs.models import Job, Trigger
 from jobs.services import pause_job, set_jobs_enabled
 from runs import queue
+from runs.ending import finish_run
 from runs.models import Run, RunStatus
 from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import WORKER, past_run, report_beat, report_worker
@@ -215,3 +216,27 @@ def test_a_stuck_run_is_named_and_cancelled_from_the_panel(page: Page) -> None:
     expect(why.locator(".takt-verdict")).to_contain_text("nothing holds it back")
     stuck = Run.objects.get(pk=stuck.pk)
     assert (stuck.status, stuck.cancelled_by) == (RunStatus.CANCELLED, "admin")
+
+
+def test_the_panel_refreshes_when_the_latest_run_ends(page: Page) -> None:
+    """Issue 29, A.5: "Why didn't it run?" is drawn again on the Latest run
+    panel's signal (its run changed status), without reloading the page."""
+    job = healthy()
+    run = past_run(job, started_at=timezone.now() - timedelta(seconds=30), status="running")
+
+    page.goto(job_change_url(job.pk))
+    why = page.locator("#takt-why")
+    times_localized(page)
+    expect(why.locator(".takt-verdict")).to_contain_text(
+        f"held back by: active runs (run #{run.pk}"
+    )
+    page.evaluate("window.taktSamePage = true")  # gone if the page were loaded again
+    finish_run(run, status=RunStatus.SUCCEEDED, now=timezone.now())
+
+    latest = page.locator("#takt-latest-run .takt-live")
+    expect(latest).to_have_attribute("data-status", "succeeded")  # the Latest run panel saw it
+    expect(why).to_have_attribute("data-refreshed", "1")  # and the why panel came with it
+    expect(why.locator(".takt-verdict")).to_contain_text("nothing holds it back: it runs next at")
+    expect(why.get_by_role("button", name=re.compile("^Cancel run"))).to_have_count(0)
+    times_localized(page)  # the new panel's times in the browser's zone too
+    assert page.evaluate("window.taktSamePage") is True
