@@ -17,7 +17,8 @@ from playwright.sync_api import Page, expect
 
 from heartbeats.alerts import raise_alert
 from jobs.models import Job, Trigger
-from runs.models import RunTrigger
+from runs.models import Run, RunTrigger
+from runs.queue import pause_queue
 from tests.browser.history import past_run
 from tests.browser.pages import RUN_LIST, job_change_url, run_change_url, shown_value
 
@@ -127,3 +128,30 @@ def test_every_takt_page_loads_one_catalogue_and_draws_no_emoji(german_page: Pag
         assert not EMOJI.search(content), (url, EMOJI.findall(content))
     page.goto("/admin/takt_heartbeats/alert/1/change/")  # a warning's heading in German
     expect(page.locator("#content h2").first).to_have_text(re.compile(r"\(Warnung, ×1\)$"))
+
+
+def test_cancelling_asks_in_german_and_the_landing_page_says_the_queue_is_paused(
+    german_page: Page,
+) -> None:
+    page = german_page
+    job = Job.objects.create(name="Bericht", target="tests.echo")
+    Trigger.objects.create(job=job, kind="cron", cron_expression="0 3 * * *")
+    run = past_run(job, started_at=timezone.now() - timedelta(minutes=1), status="running")
+    pause_queue(note="Umzug", by="ops", now=timezone.now())
+
+    page.goto("/admin/")
+    expect(page.locator("#takt-next-paused")).to_have_text(
+        "Die Warteschlange ist angehalten: Keiner dieser Läufe startet, bevor sie fortgesetzt wird."
+    )
+    page.goto(run_change_url(run.pk))
+    page.get_by_role("button", name="Lauf abbrechen").click()
+    expect(page.get_by_role("heading", name="Sind Sie sicher?")).to_be_visible()
+    expect(page.locator("#content")).to_contain_text(
+        "Sind Sie sicher, dass Sie diesen Lauf abbrechen"
+    )
+    page.get_by_role("link", name="Nein, zurück").click()
+    expect(page).to_have_url(re.compile(rf"{run_change_url(run.pk)}$"))
+    assert Run.objects.get(pk=run.pk).status == "running"
+    page.get_by_role("button", name="Lauf abbrechen").click()
+    page.get_by_role("button", name="Ja, abbrechen").click()
+    expect(page.locator(".messagelist")).to_have_text(f"Lauf #{run.pk} abgebrochen.")
