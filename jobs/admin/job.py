@@ -66,6 +66,7 @@ from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
 from jobs.validation import watch_warnings
 from runs.connectivity import redis_unreachable_message
+from runs.labels import trigger_word
 from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
 
@@ -308,9 +309,10 @@ class JobAdmin(CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmi
         if job is not None and request.user.has_perm("takt_runs.view_run"):
             # Runs' output and messages only for whom may view runs.
             extra["run_history"] = run_history(job)
-            extra["latest_run"] = (
-                Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
-            )
+            latest = Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
+            extra["latest_run"] = latest
+            # Its trigger as the run history says it ("schedule", "Zeitplan").
+            extra["latest_run_trigger"] = trigger_word(latest.trigger) if latest else ""
         if job is not None:
             extra["explanation"] = explanation_view(self.explanation(job))
             extra["can_cancel"] = request.user.has_perm("takt_runs.cancel_run")
