@@ -176,7 +176,7 @@ def test_a_run_that_ended_while_its_page_was_open_is_not_cancelled(page: Page) -
     assert "UTC" not in refusal.inner_text(), refusal.inner_text()
 
 
-def test_the_run_lists_cancel_action_asks_first(page: Page) -> None:
+def test_the_run_lists_cancel_action_asks_first(page: Page, shot: Shot) -> None:
     job = Job.objects.create(name="Bulk export", target="tests.echo")
     waiting = past_run(job, started_at=timezone.now() - timedelta(minutes=1), status="queued")
     done = past_run(job, started_at=timezone.now() - timedelta(minutes=2))
@@ -194,6 +194,8 @@ def test_the_run_lists_cancel_action_asks_first(page: Page) -> None:
     expect(page.get_by_role("heading", name="Are you sure?")).to_be_visible()
     expect(page.locator("#takt-cancel-runs")).to_contain_text(f"#{waiting.pk}")
     expect(page.locator("#takt-cancel-ended")).to_contain_text(f"#{done.pk}")  # nothing to do
+    times_localized(page)
+    shot(page, "run-cancel-confirmation", element=page.locator("#content"))
     page.get_by_role("link", name="No, go back").click()
 
     expect(page.get_by_role("checkbox").first).to_be_visible()  # the run list again
