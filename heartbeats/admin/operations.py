@@ -24,12 +24,11 @@ from django.views.decorators.http import require_POST
 
 from heartbeats.alert_texts import status_text
 from heartbeats.alerts import mark_seen
-from heartbeats.core.status import operations_label
-from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
 from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
-from jobs.admin.display import LocalTimes, times_in_text
+from jobs.admin.display import LocalTimes, state_badge, times_in_text
 from jobs.admin.lookups import refuse_regex_lookups
+from jobs.js_catalog import JS_CATALOG
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
 
@@ -37,7 +36,7 @@ JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its j
 @admin.register(Heartbeat)
 @refuse_regex_lookups
 class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
-    list_display = ("name", "state_label", "last_run_at", "last_success_at", "deadline_s", "state")
+    list_display = ("name", "state_now", "last_run_at", "last_success_at", "deadline_s")
     search_fields = ("name",)
     fields = (
         "name",
@@ -66,6 +65,9 @@ class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
     )
     change_list_template = "admin/takt_heartbeats/heartbeat/change_list.html"
     actions = ["new_ping_token", "remove_ping_token"]
+
+    class Media:
+        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     @admin.action(description=_("New ping token"), permissions=["change"])
     def new_ping_token(self, request: HttpRequest, queryset: QuerySet[Heartbeat]) -> None:
@@ -100,16 +102,10 @@ class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
         extra = JOB_MANAGED if obj is not None and obj.job_id else ()
         return (*self.readonly_fields, *extra)
 
-    @admin.display(description=_("operations state"))
-    def state_label(self, obj: Heartbeat) -> str:
-        return operations_word(
-            operations_label(
-                last_run_at=obj.last_run_at,
-                last_status=obj.last_status,
-                deadline_s=obj.deadline_s,
-                now=timezone.now(),
-            )
-        )
+    @admin.display(description=_("state"))
+    def state_now(self, obj: Heartbeat) -> SafeString:
+        """The one state column: the heartbeat's state now, as every page says it."""
+        return state_badge(obj.state_at(now=timezone.now()))
 
     @admin.display(description=_("last status"))
     def last_status_word(self, obj: Heartbeat) -> str:
@@ -137,14 +133,7 @@ class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
         now = timezone.now()
         rows = []
         for beat in Heartbeat.objects.order_by("name"):
-            label = operations_label(
-                last_run_at=beat.last_run_at,
-                last_status=beat.last_status,
-                deadline_s=beat.deadline_s,
-                now=now,
-            )
-            # "state" (English) names the badge's CSS class; "state_label" is shown.
-            rows.append({"heartbeat": beat, "state": label, "state_label": operations_word(label)})
+            rows.append({"heartbeat": beat, "state": beat.state_at(now=now)})
         context = {
             **self.admin_site.each_context(request),
             "title": gettext("Operations"),
@@ -186,6 +175,9 @@ class AlertAdmin(LocalTimes, admin.ModelAdmin):
     @admin.display(description=_("message"))
     def message_text(self, obj: Alert) -> SafeString:
         return times_in_text(obj.message)
+
+    class Media:
+        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

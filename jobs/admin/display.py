@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin
@@ -23,6 +24,7 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db import models
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.formats import number_format
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext, gettext_noop
@@ -231,26 +233,38 @@ def run_duration_text(status: str, seconds: float | timedelta | None, *, empty: 
 
 def duration_text(seconds: float | timedelta | None, *, empty: str = EMPTY) -> str:
     """A duration in words: "0.25 s", "12.3 s", "4 min 05 s", "2 h 03 min",
-    "3 d 04 h". None: `empty`."""
+    "3 d 04 h", in the reader's language and number format (German "0,25 s",
+    "3 T 04 h"). None: `empty`."""
     if seconds is None:
         return empty
     if isinstance(seconds, timedelta):
         seconds = seconds.total_seconds()
     if seconds < 0:
         seconds = 0.0
-    if seconds < 10:
-        return f"{seconds:.2f} s"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
+    if seconds < 60:  # the decimal point is the language's (Django's number_format)
+        places = 2 if seconds < 10 else 1
+        rounded = Decimal(f"{seconds:.{places}f}")  # rounded (number_format would cut)
+        return gettext("%(seconds)s s") % {"seconds": number_format(rounded, places)}
     whole = int(round(seconds))
     days, rest = divmod(whole, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
-        return f"{days} d {hours:02d} h"
+        return gettext("%(days)d d %(hours)02d h") % {"days": days, "hours": hours}
     if hours:
         return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {secs:02d} s"
+
+
+def breakable(text: str) -> SafeString:
+    """`text` escaped, with a line-break opportunity (<wbr>) after each ".",
+    "/" and "_": a dotted target or a zone name wraps in a narrow list
+    column (the lists fit a 1280-pixel window) instead of widening it."""
+    return mark_safe(_wrappable(str(escape(text))))  # noqa: S308  (escaped)
+
+
+def _wrappable(escaped: str) -> str:
+    return re.sub(r"([./_])", r"\1<wbr>", escaped)
 
 
 def badge_html(value: str, *, family: str = "status", label: str | None = None) -> SafeString:
@@ -288,10 +302,12 @@ _UTC_IN_TEXT = re.compile(
 )
 
 
-def times_in_text(text: str) -> SafeString:
+def times_in_text(text: str, *, wrap: bool = False) -> SafeString:
     """`text` escaped, each UTC time in it shown as the admin shows times
     (the browser's zone, UTC on hover): for messages written for e-mail and
-    logs, shown in the admin."""
+    logs, shown in the admin. `wrap`: the text around the times may break
+    after ".", "/" and "_" too (`breakable`), for a narrow list column."""
+    edge = _wrappable if wrap else str
     parts, last = [], 0
     for match in _UTC_IN_TEXT.finditer(text):
         try:
@@ -300,8 +316,8 @@ def times_in_text(text: str) -> SafeString:
             )
         except ValueError:
             continue
-        parts.append(escape(text[last : match.start()]))
+        parts.append(edge(escape(text[last : match.start()])))
         parts.append(str(time_html(moment)))
         last = match.end()
-    parts.append(escape(text[last:]))
+    parts.append(edge(escape(text[last:])))
     return mark_safe("".join(parts))  # noqa: S308  (every part escaped or built by format_html)

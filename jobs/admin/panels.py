@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext
 
 from heartbeats.checklist import check_detail, check_name, runs_next_words, verdict_text
 from heartbeats.core.explain import Check, Explanation
@@ -42,7 +42,9 @@ def dispatch_summary(job: Job) -> str:
         }
         overlap = words.get(job.overlap_policy, job.overlap_policy.replace("_", " "))
     if job.missed_run_policy == "run_once":
-        missed = _("run once (%(pick)s)") % {"pick": job.catchup_pick}
+        missed = _("run once (%(pick)s)") % {
+            "pick": _pick_words().get(job.catchup_pick, job.catchup_pick)
+        }
     elif job.missed_run_policy == "run_all":
         missed = _("run all")
     elif job.missed_run_policy == "skip":
@@ -56,9 +58,25 @@ def dispatch_summary(job: Job) -> str:
         "priority": job.priority,
         "queue": job.queue,
         "timeout": duration_text(job.timeout_s),
-        "action": job.timeout_action,
+        "action": _timeout_words().get(job.timeout_action, job.timeout_action),
         "overlap": overlap,
         "missed": missed,
+    }
+
+
+def _pick_words() -> dict[str, str]:
+    """The catch-up pick in a summary: "run once (latest)"."""
+    return {
+        "latest": pgettext("catch-up pick", "latest"),
+        "earliest": pgettext("catch-up pick", "earliest"),
+    }
+
+
+def _timeout_words() -> dict[str, str]:
+    """The timeout action in a summary: "timeout 1 h 00 min (stop)"."""
+    return {
+        "stop": pgettext("timeout action", "stop"),
+        "continue": pgettext("timeout action", "continue"),
     }
 
 

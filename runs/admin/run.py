@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -39,6 +40,7 @@ from jobs.errors import TaktError
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from runs.admin.badges import status_badge
+from runs.admin.cancelling import cancel_confirmation, confirmed
 from runs.admin.caused import cause_html, caused_panels, waiting_html, waiting_text
 from runs.admin.filters import (
     JOB_MATCHES,
@@ -248,7 +250,18 @@ class RunAdmin(LocalTimes, RerunActions, admin.ModelAdmin):
     @admin.action(
         description=_("Cancel the selected queued or running runs"), permissions=["cancel"]
     )
-    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        if not confirmed(request):  # first the confirmation page, as for a delete
+            runs = list(queryset.select_related("job").order_by("pk")[:1000])
+            picked = [(helpers.ACTION_CHECKBOX_NAME, str(run.pk)) for run in runs]
+            return cancel_confirmation(
+                self.admin_site,
+                request,
+                runs,
+                hidden=[("action", "cancel_selected"), *picked],
+                action_url="",
+                back=request.get_full_path(),
+            )
         done, refused = [], []
         for run_id in queryset.values_list("pk", flat=True)[:1000]:
             try:
@@ -266,6 +279,7 @@ class RunAdmin(LocalTimes, RerunActions, admin.ModelAdmin):
             self.message_user(request, text % {"count": len(done), "runs": ", ".join(done)})
         for text in refused[:10]:
             self.message_user(request, text, messages.WARNING)
+        return None
 
     def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(require_POST(self.cancel_view))
@@ -278,7 +292,8 @@ class RunAdmin(LocalTimes, RerunActions, admin.ModelAdmin):
 
     def cancel_view(self, request: HttpRequest, run_id: int) -> HttpResponse:
         """The "Cancel run" button (the run's page, the job editor's "Why
-        didn't it run?"); back to `next` when it is one of this site's pages."""
+        didn't it run?"): its confirmation page, whose "Yes, cancel" cancels
+        the run; back to `next` when it is one of this site's pages."""
         run = get_object_or_404(Run, pk=run_id)
         back = request.POST.get("next", "")
         if not url_has_allowed_host_and_scheme(back, {request.get_host()}):
@@ -286,6 +301,15 @@ class RunAdmin(LocalTimes, RerunActions, admin.ModelAdmin):
         if not self.has_cancel_permission(request):
             self.message_user(request, gettext("You may not cancel runs."), messages.ERROR)
             return HttpResponseRedirect(back)
+        if not confirmed(request):  # the button asks first, as Django does before a delete
+            return cancel_confirmation(
+                self.admin_site,
+                request,
+                [run],
+                hidden=[("next", back)],
+                action_url=request.path,
+                back=back,
+            )
         try:
             cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
         except TaktError as exc:

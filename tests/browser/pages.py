@@ -146,6 +146,15 @@ def run_action(page: Page, action: str, *rows: Locator) -> None:
     page.locator("div.actions").get_by_role("button", name="Go").click()  # not a filter's Go
 
 
+def confirm_cancel(page: Page, *run_ids: int) -> None:
+    """On the page that asks before runs are cancelled (as Django asks
+    before a delete): it names `run_ids`; press "Yes, cancel"."""
+    expect(page.get_by_role("heading", name="Are you sure?")).to_be_visible()
+    for run_id in run_ids:
+        expect(page.locator("#takt-cancel-runs")).to_contain_text(f"#{run_id}")
+    page.get_by_role("button", name="Yes, cancel").click()
+
+
 def message(page: Page, level: str = "") -> Locator:
     """The admin's messages after an action; of `level` (success, info,
     warning, error) if given."""

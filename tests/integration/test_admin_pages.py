@@ -284,7 +284,10 @@ def test_the_why_panel_names_a_stuck_run(admin_client, redis_client):
     cancel = reverse("admin:takt_runs_run_cancel", args=[run.pk])
     assert f'action="{cancel}"' in page
     back = reverse("admin:takt_jobs_job_change", args=[job.pk])
-    response = admin_client.post(cancel, {"next": back})
+    asked = admin_client.post(cancel, {"next": back})  # first the confirmation page
+    assert asked.status_code == 200 and "Yes, cancel" in asked.content.decode()
+    assert Run.objects.get(pk=run.pk).status == "running"
+    response = admin_client.post(cancel, {"next": back, "post": "yes"})
     assert response.status_code == 302 and response.url == back
     run.refresh_from_db()
     assert (run.status, run.cancelled_by) == ("cancelled", "admin")
@@ -318,7 +321,7 @@ def test_the_landing_page_sums_up_heartbeats_alerts_the_queue_and_next_runs(
     hourly(job, created_at=now)
     Heartbeat.objects.create(name="nightly report", job=job, state="down", last_status="failed",
                              last_run_at=now)  # fmt: skip
-    Heartbeat.objects.create(name="backup", state="up", last_run_at=now)
+    Heartbeat.objects.create(name="backup", state="up", last_status="succeeded", last_run_at=now)
     raise_alert("k", severity="critical", title="Run 'nightly report' failed", message="", now=now)
     report_process("beat@a", now=now, detail="scheduler=on")
     with django_assert_max_num_queries(16):
@@ -345,14 +348,14 @@ def test_a_queued_runs_page_cancels_it_and_a_finished_one_refuses(admin_client, 
     url = reverse("admin:takt_runs_run_change", args=[queued.pk])
     assert 'id="takt-cancel-run"' in admin_client.get(url).content.decode()
     page = admin_client.post(
-        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), follow=True
+        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), {"post": "yes"}, follow=True
     ).content.decode()
     assert f"Run #{queued.pk} cancelled." in page
     queued.refresh_from_db()
     assert queued.status == "cancelled" and queued.cancelled_by == "admin"
     assert 'id="takt-cancel-run"' not in admin_client.get(url).content.decode()
     page = admin_client.post(
-        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), follow=True
+        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), {"post": "yes"}, follow=True
     ).content.decode()
     assert "only a queued or running run can be cancelled" in page
 
@@ -361,9 +364,15 @@ def test_the_run_list_cancels_the_selected_runs(admin_client, redis_client):
     job = make_job("bulk")
     a = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None)
     b = add_run(job, RunStatus.SUCCEEDED, at=T0 + timedelta(minutes=1))
-    page = admin_client.post(
+    asked = admin_client.post(
         reverse("admin:takt_runs_run_changelist"),
         {"action": "cancel_selected", "_selected_action": [a.pk, b.pk]},
+    ).content.decode()  # first the confirmation page, naming the runs
+    assert "Yes, cancel" in asked and f"#{a.pk}" in asked and f"#{b.pk}" in asked
+    assert Run.objects.get(pk=a.pk).status == "queued"
+    page = admin_client.post(
+        reverse("admin:takt_runs_run_changelist"),
+        {"action": "cancel_selected", "_selected_action": [a.pk, b.pk], "post": "yes"},
         follow=True,
     ).content.decode()
     assert f"Cancelled 1 run(s): #{a.pk}." in page
@@ -381,5 +390,5 @@ def test_cancelling_needs_the_permission(client, redis_client):
     run = add_run(make_job("guarded"), RunStatus.QUEUED, started_at=None, finished_at=None)
     page = client.get(reverse("admin:takt_runs_run_change", args=[run.pk])).content.decode()
     assert 'id="takt-cancel-run"' not in page
-    client.post(reverse("admin:takt_runs_run_cancel", args=[run.pk]))
+    client.post(reverse("admin:takt_runs_run_cancel", args=[run.pk]), {"post": "yes"})
     assert Run.objects.get(pk=run.pk).status == "queued"
