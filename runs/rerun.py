@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 
 from jobs.errors import InvalidInput, TaktError
 from jobs.policies import INTERNAL_TARGETS
@@ -37,7 +37,7 @@ def rerun(run: Run | int, *, now: datetime | None = None) -> Run:
     if original.status in ACTIVE_STATUSES:
         raise RunNotRerunnable(
             gettext("run #%(id)s is still %(status)s: only a run that has ended is run again")
-            % {"id": original.pk, "status": original.get_status_display()}
+            % {"id": original.pk, "status": pgettext("run status badge", original.status)}
         )
     if original.job.target in INTERNAL_TARGETS:
         raise RunNotRerunnable(

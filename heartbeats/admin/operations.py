@@ -28,7 +28,6 @@ from heartbeats.models import Alert, Heartbeat
 from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
 from jobs.admin.display import LocalTimes, state_badge, times_in_text
 from jobs.admin.lookups import refuse_regex_lookups
-from jobs.js_catalog import JS_CATALOG
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
 
@@ -65,9 +64,6 @@ class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
     )
     change_list_template = "admin/takt_heartbeats/heartbeat/change_list.html"
     actions = ["new_ping_token", "remove_ping_token"]
-
-    class Media:
-        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     @admin.action(description=_("New ping token"), permissions=["change"])
     def new_ping_token(self, request: HttpRequest, queryset: QuerySet[Heartbeat]) -> None:
@@ -175,9 +171,6 @@ class AlertAdmin(LocalTimes, admin.ModelAdmin):
     @admin.display(description=_("message"))
     def message_text(self, obj: Alert) -> SafeString:
         return times_in_text(obj.message)
-
-    class Media:
-        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -17,7 +17,6 @@ from jobs import services
 from jobs.admin.display import LocalTimes
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.calendars import upcoming_days
-from jobs.js_catalog import JS_CATALOG
 from jobs.models import HolidayCalendar
 
 CALENDAR_PREVIEW_COUNT = 10
@@ -41,9 +40,6 @@ class HolidayCalendarAdmin(LocalTimes, admin.ModelAdmin):
     search_fields = ("name", "description", "country")
     fields = ("name", "description", ("country", "subdivision"), "extra_dates", "next_days")
     readonly_fields = ("next_days",)
-
-    class Media:
-        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     @admin.display(description=_next_days_heading())
     def next_days(self, obj: HolidayCalendar) -> str:

@@ -23,7 +23,6 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from jobs.admin.display import LocalTimes
 from jobs.admin.lookups import refuse_regex_lookups
-from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
 
@@ -42,9 +41,6 @@ class ApiTokenAdmin(LocalTimes, admin.ModelAdmin):
         "revoked",
     )
     list_filter = ("revoked",)
-
-    class Media:
-        js = (JS_CATALOG,)  # the page's one catalogue (admin/takt/change_list.html)
 
     search_fields = ("name", "token_id", "user__username", "job__name")
     fields = (

@@ -34,12 +34,17 @@ class RerunActions:
     admin_site: admin.AdminSite
 
     def has_rerun_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("takt_jobs.change_job"))
+        """The run list's action and the button: who sees runs and may
+        start jobs (each run's job is checked again, rerun_refused)."""
+        user = request.user
+        return bool(user.has_perm("takt_runs.view_run") and user.has_perm("takt_jobs.change_job"))
 
     def can_rerun(self, request: HttpRequest, run: Run) -> bool:
         """Whether the run page shows "Re-run": an ended run of a job the
         user may start (without saying why not: the button is left out)."""
         if run.status in ACTIVE_STATUSES or run.job.target in INTERNAL_TARGETS:
+            return False
+        if not self.has_rerun_permission(request):
             return False
         jobs_admin = self.admin_site._registry[Job]
         return bool(jobs_admin.has_change_permission(request, run.job))
