@@ -92,24 +92,34 @@ Where it is kept, and why there: two stores, one after the other.
    is capped at TAKT_DECISION_LOG_SIZE entries (a buffer while no beat
    drains it). Recording never fails a run: a Redis error is logged and
    the entries are dropped.
-2. Every beat tick drains the stream into the table SchedulerDecision
-   (`drain`), oldest first, 1000 entries a statement: read them (XRANGE),
-   insert them in bulk keyed by their stream id (unique; a duplicate is
-   ignored), and only after the insert has committed delete them from the
-   stream (XDEL: the acknowledgement). A crash between the two reads the
-   same entries again at the next drain and the unique key drops them:
-   nothing is lost, nothing doubled; two beats draining at once are
-   the same case. Readers (`query`, the admin, the API) drain before they
-   read, so they see what was recorded a moment ago with no beat running.
+2. Every beat tick, after it has published its runs, drains the stream
+   into the table SchedulerDecision (`drain`), oldest first, 1000 entries
+   a statement: read them (XRANGE), insert them in bulk keyed by their
+   stream id (unique; a duplicate is ignored), and only after the insert
+   has committed trim the stream up to the last entry read (XTRIM MINID:
+   the acknowledgement; a later XADD always gets a larger id). A crash
+   between the two reads the same entries again at the next drain and
+   the unique key drops them: nothing is lost, nothing doubled; two beats
+   draining at once are the same case. Readers (`query`, the admin, the
+   API) drain before they read, so they see what was recorded a moment
+   ago with no beat running.
 
 A database table written in the beat's claim transaction was the other
 way; it would move the `start` and `end` entries out of the Lua scripts
-into a database write per run on the workers, and make a decision log
-write part of every claim's transaction. Draining costs an idle tick one
-XRANGE round trip on an empty stream (benchmarks/decision_drain.py).
+into a database write per run on the workers, and make a log write part
+of every claim's transaction (whose row locks other beats wait on).
+The price is paid after the publish, so no run leaves later: measured
+with benchmarks/decision_drain.py (old path: the same tick without the
+drain, interleaved in one process; on a loaded 8-core machine),
+PostgreSQL: a tick claiming 500 due runs 497 -> 568 ms (x1.14), 2,000:
+2,251 -> 2,932 ms (x1.30); an idle tick 0.15 -> 0.21 ms (one XRANGE on
+the empty stream). SQLite: x1.19, x1.21, 0.08 -> 0.21 ms.
 
 What a Redis restart without persistence loses is what no beat drained
-yet: at most one tick's entries. The table keeps every decision for
+yet: at most one tick's entries. (Stream ids are unique for the life of
+Redis's data; a fresh Redis numbers from its clock again, so one could
+repeat an id already stored, and be dropped as a duplicate, only if that
+clock went back.) The table keeps every decision for
 TAKT_DECISION_LOG_DAYS (default 30) days; the maintenance section
 `decisions` (the hourly "Takt maintenance" job) deletes older ones.
 """
@@ -219,6 +229,12 @@ def _row(entry_id: bytes, raw: dict[bytes, bytes]) -> SchedulerDecision:
     )
 
 
+def _after(entry_id: str) -> str:
+    """The smallest stream id above `entry_id` ("1700000000000-4" -> "...-5")."""
+    ms, seq = entry_id.split("-")
+    return f"{ms}-{int(seq) + 1}"
+
+
 def drain(*, batch: int = DRAIN_BATCH, max_batches: int = DRAIN_MAX_BATCHES) -> int:
     """Move the stream's entries into the table, oldest first (module
     docstring, step 2); returns how many were read. Raises redis.RedisError
@@ -229,17 +245,21 @@ def drain(*, batch: int = DRAIN_BATCH, max_batches: int = DRAIN_MAX_BATCHES) -> 
         entries = client.xrange(key, start, "+", count=batch)
         if not entries:
             break
-        ids = [entry_id for entry_id, _raw in entries]
+        last = entries[-1][0].decode()
         # On past this batch: inside a caller's transaction its entries
         # stay in the stream until the commit.
-        start = "(" + ids[-1].decode()
+        start = "(" + last
         with transaction.atomic():
             SchedulerDecision.objects.bulk_create(
                 [_row(entry_id, raw) for entry_id, raw in entries], ignore_conflicts=True
             )
-            # The acknowledgement: after the rows are committed (at once
-            # outside a transaction), never before.
-            transaction.on_commit(lambda ids=ids: client.xdel(key, *ids), robust=True)
+            # The acknowledgement, after the rows are committed (at once
+            # outside a transaction), never before: every entry up to the
+            # last one read goes (a later XADD gets a larger id).
+            transaction.on_commit(
+                lambda last=last: client.xtrim(key, minid=_after(last), approximate=False),
+                robust=True,
+            )
         moved += len(entries)
         if len(entries) < batch:
             break
