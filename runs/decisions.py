@@ -133,7 +133,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from runs.locks import get_redis
 from runs.models import SchedulerDecision
@@ -289,12 +289,31 @@ def entry(row: SchedulerDecision) -> dict[str, Any]:
 
 
 def query(*, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
-    """The newest decisions first, optionally of one job, after a drain."""
+    """The newest decisions first, optionally of one job, after a drain.
+    When the database cannot be read (down, or not migrated yet), what
+    the stream holds: the entries no drain has moved."""
     drain_quietly()
     rows = SchedulerDecision.objects.order_by("-id")
     if job_id is not None:
         rows = rows.filter(job_id=job_id)
-    return [entry(row) for row in rows[: max(limit, 1)]]
+    try:
+        return [entry(row) for row in rows[: max(limit, 1)]]
+    except DatabaseError as exc:
+        log.warning("could not read the decision log (%s): showing what Redis holds", exc)
+        return _from_stream(job_id=job_id, limit=limit)
+
+
+def _from_stream(*, job_id: int | None, limit: int) -> list[dict[str, Any]]:
+    """The newest entries of the stream first (scans at most 20 x limit)."""
+    out: list[dict[str, Any]] = []
+    for entry_id, raw in get_redis().xrevrange(decision_key(), count=max(limit, 1) * 20):
+        fields = {k.decode(): v.decode(errors="replace") for k, v in raw.items()}
+        if job_id is not None and fields.get("job") != str(job_id):
+            continue
+        out.append({"id": entry_id.decode(), **fields})
+        if len(out) >= limit:
+            break
+    return out
 
 
 def delete_expired(*, now: datetime, batch: int = 1000) -> int:

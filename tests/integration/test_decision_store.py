@@ -17,7 +17,7 @@ from django.test import override_settings
 
 from jobs.services import pause_job, resume_job
 from jobs.testing import tick
-from runs.beat import note_beat
+from runs.beat import TaktScheduler
 from runs.decisions import Decision, decision_key, drain, query, record
 from runs.maintenance import run_maintenance
 from runs.models import SchedulerDecision
@@ -139,13 +139,16 @@ def test_the_due_jobs_of_a_paused_queue_are_noted_once_per_pause(redis_client):
     assert len(not_due(job.pk)) == 1
 
 
-@override_settings(TAKT_SCHEDULER_ENABLED=False)
-def test_a_beat_notes_its_start_with_its_scheduler_switch_and_its_stop(redis_client):
-    note_beat(started=True)
-    note_beat(started=False)
-    kinds = [(e["kind"], e["job"], e["detail"]) for e in query(limit=2)]
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_beat_notes_its_start_with_its_scheduler_switch_and_its_stop(redis_client, enabled):
+    from scheduler_project.celery import app
+
+    with override_settings(TAKT_SCHEDULER_ENABLED=enabled, TAKT_WATCH_FILES=False):
+        scheduler = TaktScheduler(app=app)
+        scheduler.close()
     where = f"on {socket.gethostname()} (pid {os.getpid()})"
-    assert kinds == [
+    switch = "scheduling on" if enabled else "scheduling OFF (TAKT_SCHEDULER_ENABLED=false)"
+    assert [(e["kind"], e["job"], e["detail"]) for e in query(limit=2)] == [
         ("beat", "0", f"beat stopped {where}"),
-        ("beat", "0", f"beat started {where}: scheduling OFF (TAKT_SCHEDULER_ENABLED=false)"),
+        ("beat", "0", f"beat started {where}: {switch}"),
     ]
