@@ -24,6 +24,7 @@ from runs.models import SchedulerDecision
 from runs.queue import pause_queue, resume_queue
 from scheduler_project.takt_settings import takt_settings
 from tests.integration.conftest import SECOND, hourly, make_job, utc
+from tests.integration.test_claim_races import race
 
 pytestmark = pytest.mark.django_db
 
@@ -152,3 +153,18 @@ def test_a_beat_notes_its_start_with_its_scheduler_switch_and_its_stop(redis_cli
         ("beat", "0", f"beat stopped {where}"),
         ("beat", "0", f"beat started {where}: {switch}"),
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_beats_draining_at_once_store_each_decision_once(redis_client):
+    """Two beats' drains race over the same entries on their own database
+    connections (SQLite serialises them; PostgreSQL's unique index makes
+    the later insert of an entry a no-op)."""
+    record([Decision("due", 9, None, 1, f"schedule run {i}", T0) for i in range(2500)])
+
+    moved = race(2, drain)
+
+    assert sum(moved) >= 2500
+    assert SchedulerDecision.objects.count() == 2500
+    assert redis_client.xlen(decision_key()) == 0
+    assert query(job_id=9, limit=1)[0]["detail"] == "schedule run 2499"
