@@ -1,6 +1,6 @@
 """The decision log in the admin (F-65; runs/decisions.py): the list of
 every job's decisions, newest first, filtered by kind, job and time, and a
-job's latest ones in its editor (`job_decisions`), under "Why didn't it
+job's latest ones in its editor (jobs.admin.panels.job_decisions), under "Why didn't it
 run?". Read-only; seen with the model's own view permission,
 `takt_runs.view_schedulerdecision` (docs/security.md: Django's model
 permissions, `view_*` to read). Every time shown, in a column or inside a
@@ -16,22 +16,19 @@ from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, time_html, times_in_text
 from jobs.admin.lookups import refuse_regex_lookups
+from jobs.admin.panels import run_link
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from runs.admin.filters import BoundFilter, CappedPaginator, JobFilter
 from runs.decisions import KINDS, drain_quietly
 from runs.models import SchedulerDecision
-
-# A job's editor shows this many of its latest decisions, with a link to
-# the rest in the list.
-EDITOR_ROWS = 20
 
 
 class KindFilter(admin.SimpleListFilter):
@@ -65,14 +62,6 @@ def _job_link(job_id: int, name: str | None) -> SafeString:
         return format_html("#{}", job_id)
     return format_html(
         "<a href='{}'>{}</a>", reverse("admin:takt_jobs_job_change", args=[job_id]), name
-    )
-
-
-def _run_link(run_id: int | None) -> SafeString:
-    if run_id is None:
-        return format_html("{}", "")
-    return format_html(
-        "<a href='{}'>#{}</a>", reverse("admin:takt_runs_run_change", args=[run_id]), run_id
     )
 
 
@@ -113,7 +102,7 @@ class SchedulerDecisionAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Run"))
     def run(self, obj: SchedulerDecision) -> Any:
-        return _run_link(obj.run_id)
+        return run_link(obj.run_id)
 
     @admin.display(description=_("Detail"))
     def detail_text(self, obj: SchedulerDecision) -> Any:
@@ -127,26 +116,3 @@ class SchedulerDecisionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-def job_decisions(job: Job) -> SafeString:
-    """The job's latest decisions, newest first, for its editor (F-65):
-    EDITOR_ROWS of them and a link to all of them in the list."""
-    drain_quietly()
-    rows = list(SchedulerDecision.objects.filter(job_id=job.pk).order_by("-id")[:EDITOR_ROWS])
-    more = reverse("admin:takt_runs_schedulerdecision_changelist") + f"?job={job.pk}"
-    link = format_html("<p><a href='{}'>{}</a></p>", more, gettext("All decisions about this job"))
-    if not rows:
-        return format_html("<p>{}</p>{}", gettext("No decisions recorded yet."), link)
-    body = format_html_join(
-        "",
-        "<tr class='takt-decision'><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        ((time_html(r.at), r.kind, _run_link(r.run_id), times_in_text(r.detail)) for r in rows),
-    )
-    headings = (gettext("Decided at"), gettext("Kind"), gettext("Run"), gettext("Detail"))
-    return format_html(
-        "<table class='takt-decisions'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}",
-        format_html_join("", "<th>{}</th>", ((h,) for h in headings)),
-        body,
-        link,
-    )
