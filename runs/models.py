@@ -331,3 +331,34 @@ class AuditRecord(models.Model):
         text = gettext("%(action)s: %(count)s at %(at)s by %(by)s")
         at = f"{self.recorded_at:%Y-%m-%d %H:%M:%S}"
         return text % {"action": self.action, "count": self.count, "at": at, "by": self.by}
+
+
+class SchedulerDecision(models.Model):
+    """One entry of the decision log (F-65; runs/decisions.py): written in
+    bulk from the Redis stream the engine records into, kept
+    TAKT_DECISION_LOG_DAYS. `job_id` 0 is cluster-wide (maintenance, a
+    beat's scheduler on or off); ids are plain numbers, not foreign keys:
+    the log outlives a deleted job or run."""
+
+    stream_id = models.CharField(_("stream id"), max_length=41, unique=True, editable=False)
+    at = models.DateTimeField(_("at"))
+    kind = models.CharField(_("kind"), max_length=32)
+    job_id = models.BigIntegerField(_("job"))
+    run_id = models.BigIntegerField(_("run"), null=True, blank=True)
+    trigger_id = models.BigIntegerField(_("trigger"), null=True, blank=True)
+    detail = models.TextField(_("detail"), blank=True)
+
+    class Meta:
+        verbose_name = _("scheduler decision")
+        verbose_name_plural = _("scheduler decisions")
+        # Newest first is the order recorded: the stream's, kept by the
+        # drain's inserts (a decision's `at` is the clock of whoever decided).
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["at"], name="decision_at_idx"),
+            models.Index(fields=["job_id", "-id"], name="decision_job_idx"),
+            models.Index(fields=["kind", "-id"], name="decision_kind_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"

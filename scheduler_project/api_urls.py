@@ -17,6 +17,7 @@ APPS_WITH_ROUTES = (
     "jobs.api.views",
     "jobs.api.coordination",
     "runs.api.views",
+    "runs.api.decisions",
     "heartbeats.api.views",
 )
 

@@ -47,6 +47,7 @@ from jobs.admin.panels import (
     coordination_summary,
     dispatch_summary,
     explanation_view,
+    job_decisions,
     limit_text,
     operations_summary,
     pause_summary,
@@ -330,6 +331,8 @@ class JobAdmin(
             extra["latest_run"] = latest
             # Its trigger as the run history says it ("schedule", "Zeitplan").
             extra["latest_run_trigger"] = trigger_word(latest.trigger) if latest else ""
+        if job is not None and request.user.has_perm("takt_runs.view_schedulerdecision"):
+            extra["decisions"] = job_decisions(job)  # F-65, under "Why didn't it run?"
         if job is not None:
             extra["explanation"] = explanation_view(self.explanation(job))
             extra["can_cancel"] = request.user.has_perm("takt_runs.cancel_run")
