@@ -341,7 +341,9 @@ class SchedulerDecision(models.Model):
     the log outlives a deleted job or run."""
 
     stream_id = models.CharField(_("stream id"), max_length=41, unique=True, editable=False)
-    at = models.DateTimeField(_("at"))
+    # A context of its own: a bare "at" is the heartbeats' "um" (Django
+    # merges every app's catalogue into one).
+    at = models.DateTimeField(pgettext_lazy("decision time", "at"))
     kind = models.CharField(_("kind"), max_length=32)
     job_id = models.BigIntegerField(_("job"))
     run_id = models.BigIntegerField(_("run"), null=True, blank=True)
