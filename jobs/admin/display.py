@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 
 from jobs.input_zone import zoned_datetime_overrides
 from jobs.js_catalog import JS_CATALOG
@@ -36,6 +36,10 @@ from runs.core.messages import utc_text
 EMPTY = "—"
 
 # The admin's CSS and JS, for a ModelAdmin's Media and the custom pages.
+# The landing page's heading in Takt's own project (scheduler_project/urls.py);
+# here, so that makemessages in jobs/ finds it.
+INDEX_TITLE = gettext_lazy("Jobs, runs and heartbeats")
+
 ADMIN_CSS = ("takt/admin.css",)
 ADMIN_JS = ("takt/admin.js",)
 

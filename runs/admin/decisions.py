@@ -21,10 +21,9 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from jobs.admin.display import ADMIN_CSS, ADMIN_JS, time_html, times_in_text
+from jobs.admin.display import LocalTimes, time_html, times_in_text
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.admin.panels import run_link
-from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from runs.admin.filters import BoundFilter, CappedPaginator, JobFilter
 from runs.decisions import KINDS, drain_quietly
@@ -67,7 +66,7 @@ def _job_link(job_id: int, name: str | None) -> SafeString:
 
 @admin.register(SchedulerDecision)
 @refuse_regex_lookups
-class SchedulerDecisionAdmin(admin.ModelAdmin):
+class SchedulerDecisionAdmin(LocalTimes, admin.ModelAdmin):
     list_display = ("decided", "kind", "job", "run", "trigger_id", "detail_text")
     list_display_links = None
     list_filter = (KindFilter, JobFilter, DecidedFromFilter, DecidedToFilter)
@@ -78,10 +77,6 @@ class SchedulerDecisionAdmin(admin.ModelAdmin):
     paginator = CappedPaginator
     list_per_page = 100
     actions = None
-
-    class Media:
-        css = {"all": ADMIN_CSS}
-        js = (JS_CATALOG, *ADMIN_JS)  # the scripts' texts in the reader's language
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         drain_quietly()

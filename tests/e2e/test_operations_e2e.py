@@ -113,8 +113,8 @@ def test_the_maintenance_run_reports_its_sections_and_cleanup_batches(worker, bu
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED, run.message
     assert run.progress == {
-        "done": 8,
-        "total": 8,
+        "done": 9,
+        "total": 9,
         "note": "Stalled schedules: none (every trigger that can fire has a next fire time or a"
         " run to set it)",
     }

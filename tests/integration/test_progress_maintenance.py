@@ -42,15 +42,16 @@ def test_a_maintenance_pass_reports_a_step_per_section_and_per_cleanup_batch():
     run_maintenance(now=NOW, batch=10, progress=lambda *step: steps.append(step))
 
     assert steps == [
-        (1, 8, "Recover lost runs: marked 0 runs lost"),
-        (2, 8, "Expire runs: marked 0 runs failed (queued or running for more than 7 days)"),
-        (3, 8, "Cleanup 'runs': batch 1 of 3, 10 runs deleted"),
-        (4, 8, "Cleanup 'runs': batch 2 of 3, 20 runs deleted"),
-        (5, 8, "Cleanup 'runs': batch 3 of 3, 25 runs deleted"),
-        (6, 8, "Cleanup 'runs': deleted 25 finished runs older than 14 days in 3 batches"
+        (1, 9, "Recover lost runs: marked 0 runs lost"),
+        (2, 9, "Expire runs: marked 0 runs failed (queued or running for more than 7 days)"),
+        (3, 9, "Cleanup 'runs': batch 1 of 3, 10 runs deleted"),
+        (4, 9, "Cleanup 'runs': batch 2 of 3, 20 runs deleted"),
+        (5, 9, "Cleanup 'runs': batch 3 of 3, 25 runs deleted"),
+        (6, 9, "Cleanup 'runs': deleted 25 finished runs older than 14 days in 3 batches"
                " (3 audit rows)"),
-        (7, 8, "Checks: all checks passed"),
-        (8, 8, "Stalled schedules: none (every trigger that can fire has a next fire time or a"
+        (7, 9, "Cleanup 'decisions': deleted 0 decisions older than 30 days"),
+        (8, 9, "Checks: all checks passed"),
+        (9, 9, "Stalled schedules: none (every trigger that can fire has a next fire time or a"
                " run to set it)"),
     ]  # fmt: skip
 
@@ -71,8 +72,8 @@ def test_the_maintenance_jobs_run_stores_its_final_progress(redis_client):
 
     run.refresh_from_db()
     assert run.progress == {
-        "done": 6,
-        "total": 6,
+        "done": 7,
+        "total": 7,
         "note": "Stalled schedules: none (every trigger that can fire has a next fire time or a"
         " run to set it)",
     }
