@@ -21,6 +21,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
@@ -28,7 +29,8 @@ from jobs.tokens import PREFIX, ApiToken
 
 @admin.register(ApiToken)
 @refuse_regex_lookups
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(AuditedAdmin, admin.ModelAdmin):
+    change_form_template = "admin/takt/audited_change_form.html"
     list_display = (
         "name",
         "shown_id",
