@@ -86,14 +86,18 @@ def _entry(record: Any, previous: Any) -> Entry:
 
 
 def _entries(rows: models.QuerySet[Any]) -> list[Entry]:
-    """Entries of the rows (of one model, any objects), newest first, each
-    against the previous row of its object."""
+    """Entries of the rows (of one model, any objects), each against the
+    previous row of its object. A save that changed no recorded field and
+    has no note (a form saved as it was; a change of a field left out of
+    the record) is passed over."""
     rows = rows.select_related("history_user").order_by("history_id")  # in writing order
     last: dict[int, Any] = {}
     found = []
     for record in rows:
-        found.append(_entry(record, last.get(record.id)))
+        entry = _entry(record, last.get(record.id))
         last[record.id] = record
+        if entry.action != "change" or entry.changes or entry.note:
+            found.append(entry)
     return found
 
 

@@ -7,6 +7,8 @@ LogEntry."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib.admin.utils import unquote
@@ -14,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import URLPattern
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
@@ -25,24 +28,28 @@ NOTE_FIELD = "_audit_note"
 PER_PAGE = 50
 
 
+def _recorded(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @wraps(view)
+    def recorded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        note = request.POST.get(NOTE_FIELD, "") if request.method == "POST" else ""
+        with audit.recording(audit.Source.ADMIN, user=request.user, note=note.strip()):
+            return view(request, *args, **kwargs)
+
+    return recorded
+
+
 class AuditedAdmin:
     """Mixed in first by the admin of every audited model."""
 
-    def _recording(self, request: HttpRequest) -> Any:
-        note = request.POST.get(NOTE_FIELD, "") if request.method == "POST" else ""
-        return audit.recording(audit.Source.ADMIN, user=request.user, note=note.strip())
-
-    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        with self._recording(request):
-            return super().changeform_view(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
-
-    def delete_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        with self._recording(request):
-            return super().delete_view(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
-
-    def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        with self._recording(request):  # the list's actions
-            return super().changelist_view(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
+    def get_urls(self) -> list[Any]:
+        """Every view of this admin (its own ones too: the queue's buttons,
+        a job's actions) records its writes as from the admin."""
+        return [
+            URLPattern(p.pattern, _recorded(p.callback), p.default_args, p.name)
+            if isinstance(p, URLPattern)
+            else p
+            for p in super().get_urls()  # type: ignore[misc]
+        ]
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], **kwargs: Any

@@ -15,6 +15,7 @@ from django.test.utils import override_settings
 from django.urls import reverse
 
 from jobs.audit import history_of
+from jobs.history import entries_for
 from jobs.models import ApiToken, ConcurrencyGroup, Job, QueueState, Trigger
 from tests.integration.api_helpers import TokenClient, make_token, user_with
 from tests.integration.conftest import make_job
@@ -193,3 +194,29 @@ def test_the_sync_of_declared_jobs_is_recorded_as_the_sync():
         call_command("sync_jobs", stdout=StringIO())
     changed = rows(Job, id=job.pk)[-1]
     assert (changed.history_type, changed.audit_source, changed.priority) == ("~", "sync", 1)
+
+
+def test_the_queue_paused_on_its_admin_page_is_in_its_history_with_the_pause_note(
+    admin_client, admin_user
+):
+    response = admin_client.post(
+        "/admin/takt_jobs/queuestate/", {"action": "pause", "note": "db upgrade", "until": ""}
+    )
+    assert response.status_code == 302
+
+    paused = rows(QueueState, id=1)[-1]
+    assert (paused.audit_source, paused.history_user, paused.paused) == ("admin", admin_user, True)
+    assert paused.history_change_reason == "db upgrade"
+    page = admin_client.get(reverse("admin:takt_jobs_queuestate_history", args=[1]))
+    assert page.status_code == 200
+    assert "db upgrade" in page.content.decode()
+
+
+def test_a_form_saved_unchanged_adds_no_entry_to_the_history(admin_client):
+    job = make_job("nightly")
+    data = job_form(job)
+
+    with time_machine.travel(T0, tick=False):
+        assert admin_client.post(change_url(job), data).status_code == 302
+
+    assert [e.action for e in entries_for(Job, job.pk)] == ["create"]
