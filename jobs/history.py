@@ -13,10 +13,15 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from jobs.audit import history_of
+from jobs.core.script import script_diff
 from jobs.models import Job, Trigger
 
 ACTIONS = {"+": "create", "~": "change", "-": "delete"}
 ACTION_LABELS = {"create": _("created"), "change": _("changed"), "delete": _("deleted")}
+
+
+# Long texts whose change is shown as a unified diff besides before and after.
+DIFFED_FIELDS = frozenset({"script"})
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class Change:
     label: str
     before: Any
     after: Any
+    diff: str = ""  # a unified diff, for a script (F-02 `script`)
 
 
 @dataclass
@@ -66,7 +72,14 @@ def _changes(record: Any, previous: Any) -> list[Change]:
             continue
         if previous is None and after in (None, "", [], {}):
             continue
-        found.append(Change(field.name, str(field.verbose_name), before, after))
+        diff = ""
+        if field.name in DIFFED_FIELDS:
+            diff = script_diff(
+                before or "",
+                after or "",
+                label=f"{record.instance_type._meta.model_name} #{record.id}",
+            )
+        found.append(Change(field.name, str(field.verbose_name), before, after, diff))
     return found
 
 

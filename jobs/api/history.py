@@ -49,6 +49,7 @@ class ChangeSerializer(serializers.Serializer):
     field = serializers.CharField()
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)
+    diff = serializers.CharField(help_text="a unified diff of a script's change; else empty")
 
 
 class EntrySerializer(serializers.Serializer):

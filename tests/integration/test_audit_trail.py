@@ -137,7 +137,9 @@ def test_a_group_created_and_deleted_through_the_api_keeps_its_history():
     answer = api.get(f"/api/v1/history/groups/{group_id}").json()
     assert [e["action"] for e in answer["results"]] == ["delete", "create"]
     assert answer["results"][1]["note"] == "new database"
-    assert {"field": "limit", "before": None, "after": 2} in answer["results"][1]["changes"]
+    assert {"field": "limit", "before": None, "after": 2, "diff": ""} in answer["results"][1][
+        "changes"
+    ]
 
 
 def test_the_history_endpoint_refuses_an_unknown_parameter_and_a_job_token():
@@ -220,3 +222,13 @@ def test_a_form_saved_unchanged_adds_no_entry_to_the_history(admin_client):
         assert admin_client.post(change_url(job), data).status_code == 302
 
     assert [e.action for e in entries_for(Job, job.pk)] == ["create"]
+
+
+def test_a_scripts_change_is_in_the_history_with_its_unified_diff():
+    job = make_job("clean", kind="script", target="", script="print('a')\n")
+    job.script = "print('b')\n"
+    job.save()
+
+    (change,) = entries_for(Job, job.pk)[0].changes
+    assert (change.field, change.before, change.after) == ("script", "print('a')\n", "print('b')\n")
+    assert "-print('a')\n+print('b')\n" in change.diff
