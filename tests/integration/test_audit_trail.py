@@ -16,7 +16,15 @@ from django.urls import reverse
 
 from jobs.audit import history_of
 from jobs.history import entries_for
-from jobs.models import ApiToken, ConcurrencyGroup, Job, QueueState, Trigger
+from jobs.models import (
+    ApiToken,
+    ConcurrencyGroup,
+    HolidayCalendar,
+    Job,
+    QueueState,
+    ResultVariable,
+    Trigger,
+)
 from tests.integration.api_helpers import TokenClient, make_token, user_with
 from tests.integration.conftest import make_job
 from tests.integration.test_admin import T0, change_url, job_form, trigger_row
@@ -232,3 +240,41 @@ def test_a_scripts_change_is_in_the_history_with_its_unified_diff():
     (change,) = entries_for(Job, job.pk)[0].changes
     assert (change.field, change.before, change.after) == ("script", "print('a')\n", "print('b')\n")
     assert "-print('a')\n+print('b')\n" in change.diff
+
+
+def test_a_variable_set_by_hand_through_the_api_is_recorded_with_its_value():
+    user = user_with("takt_jobs.change_resultvariable", "takt_jobs.view_resultvariable")
+    api = TokenClient(make_token(user=user, name="ops"))
+    variable = ResultVariable.objects.create(name="export_ok")
+
+    response = api.send(
+        "patch", f"/api/v1/variables/{variable.pk}", {"value": 0, "note": "re-run by hand"}
+    )
+
+    assert response.status_code == 200, response.json()
+    last = rows(ResultVariable, id=variable.pk)[-1]
+    assert (last.value, last.audit_source, last.audit_by, last.history_change_reason) == (
+        0,
+        "api",
+        "operator (API token ops)",
+        "re-run by hand",
+    )
+
+
+def test_a_calendar_added_in_the_admin_is_recorded_with_the_note(admin_client, admin_user):
+    response = admin_client.post(
+        reverse("admin:takt_jobs_holidaycalendar_add"),
+        {"name": "Plant", "country": "DE", "subdivision": "", "description": "",
+         "extra_dates": "", "_audit_note": "for the plant's shutdowns"},
+    )  # fmt: skip
+
+    assert response.status_code == 302, response.context and response.context["errors"]
+    calendar = HolidayCalendar.objects.get(name="Plant")
+    (made,) = rows(HolidayCalendar, id=calendar.pk)
+    assert (made.history_type, made.audit_source, made.history_user, made.country) == (
+        "+",
+        "admin",
+        admin_user,
+        "DE",
+    )
+    assert made.history_change_reason == "for the plant's shutdowns"
