@@ -19,7 +19,11 @@ manager over a context variable: the admin (jobs.admin.history), the API
 of jobs declared in code (jobs.declared). The innermost one wins, so the
 sync a command starts is recorded as the sync. Writes by
 `QuerySet.update()` (the queue's compare-and-set switches) send no
-signal; they call `record_now` after the update.
+signal; they call `record_updated` after the update, in its transaction:
+the queue's switches, a job's pause, resume, enable and disable (also the
+beat's and a run's: by "beat (the pause ended)", "takt"), a token's
+revocation, a variable set by hand. A run's own writes (its result code,
+counters, next fire times) are bookkeeping, not changes, and stay out.
 """
 
 from __future__ import annotations
@@ -151,6 +155,20 @@ def record_now(instance: models.Model, *, kind: str = "~") -> None:
     `update()`): `kind` "+" created, "~" changed, "-" deleted."""
     records: TaktHistory = type(instance)._takt_history  # type: ignore[attr-defined]
     records.create_historical_record(instance, kind)
+
+
+def record_updated(
+    model: type[models.Model], ids: list[int], *, by: str = "", note: str = ""
+) -> None:
+    """A row for each object of `model` in `ids` as it is now, after an
+    `update()` (which sends no signal), in the caller's transaction. `by`
+    and `note` stand in when the entry point said none (a run, the beat;
+    the pause's own note)."""
+    context = current()
+    by, note = context.by or by, context.note or note
+    with recording(context.source, by=by, user=context.user, note=note):
+        for instance in model._default_manager.filter(pk__in=ids).order_by("pk"):
+            record_now(instance)
 
 
 def history_of(model: type[models.Model]) -> Any:

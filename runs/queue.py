@@ -125,12 +125,8 @@ def _record_switch(changed: int, *, by: str = "", note: str = "") -> None:
     `by` names who when the entry point did not (a job's run, the beat),
     and the pause's or maintenance's note is the row's unless the entry
     point gave one."""
-    if not changed:
-        return
-    context = audit.current()
-    by, note = context.by or by, context.note or note
-    with audit.recording(context.source, by=by, user=context.user, note=note):
-        audit.record_now(QueueState.objects.get(pk=1))
+    if changed:
+        audit.record_updated(QueueState, [1], by=by, note=note)
 
 
 def is_paused() -> bool:

@@ -16,11 +16,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from jobs import audit
 from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.models import Job
@@ -112,7 +114,10 @@ class ApiTokenAdmin(AuditedAdmin, admin.ModelAdmin):
 
     @admin.action(description=gettext_lazy("Revoke the selected tokens"), permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        n = queryset.update(revoked=True)
+        with transaction.atomic():
+            ids = list(queryset.values_list("pk", flat=True))
+            n = queryset.update(revoked=True)
+            audit.record_updated(ApiToken, ids)
         self.message_user(
             request,
             ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", n) % {"count": n},

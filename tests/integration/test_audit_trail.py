@@ -278,3 +278,46 @@ def test_a_calendar_added_in_the_admin_is_recorded_with_the_note(admin_client, a
         "DE",
     )
     assert made.history_change_reason == "for the plant's shutdowns"
+
+
+def test_a_job_paused_through_the_api_and_disabled_by_admin_action_is_recorded(
+    admin_client, admin_user
+):
+    user = user_with("takt_jobs.change_job", "takt_jobs.view_job")
+    api = TokenClient(make_token(user=user, name="ops"))
+    job = make_job("nightly")
+
+    paused = api.send("post", f"/api/v1/jobs/{job.pk}/pause", {"note": "upstream down"})
+    assert paused.status_code == 200, paused.json()
+    response = admin_client.post(
+        reverse("admin:takt_jobs_job_changelist"),
+        {"action": "disable", "_selected_action": [job.pk]},
+    )
+    assert response.status_code == 302
+
+    created, pause, disable = rows(Job, id=job.pk)
+    assert (pause.paused, pause.audit_source, pause.audit_by) == (
+        True,
+        "api",
+        "operator (API token ops)",
+    )
+    assert pause.history_change_reason == "upstream down"
+    assert (disable.enabled, disable.audit_source, disable.history_user) == (
+        False,
+        "admin",
+        admin_user,
+    )
+
+
+def test_tokens_revoked_by_admin_action_are_recorded(admin_client, admin_user):
+    make_token(user=admin_user, name="old")
+    token = ApiToken.objects.get(name="old")
+
+    response = admin_client.post(
+        reverse("admin:takt_jobs_apitoken_changelist"),
+        {"action": "revoke", "_selected_action": [token.pk]},
+    )
+
+    assert response.status_code == 302
+    revoked = rows(ApiToken, id=token.pk)[-1]
+    assert (revoked.revoked, revoked.audit_source, revoked.audit_by) == (True, "admin", "admin")
