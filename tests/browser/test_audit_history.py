@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from jobs.audit import history_of
-from jobs.models import Job, Trigger
+from jobs.models import ConcurrencyGroup, Job, Trigger
 from tests.browser.conftest import OPERATOR
 from tests.browser.pages import job_change_url, times_localized
 
@@ -49,3 +49,23 @@ def test_a_trigger_changed_with_a_note_shows_in_the_jobs_history(page: Page) -> 
     expect(change.locator(".takt-after")).to_have_text("30 4 * * *")
     times_localized(page)
     expect(entry.locator("time.takt-time")).to_have_text(re.compile(r"E[SD]T"))
+
+
+def test_the_note_and_the_history_speak_german(german_page: Page) -> None:
+    page = german_page
+    group = ConcurrencyGroup.objects.create(name="Datenbank", limit=1)
+    page.goto(f"/admin/takt_jobs/concurrencygroup/{group.pk}/change/")
+    page.get_by_label("Limit").fill("2")
+    page.get_by_label("Notiz für den Verlauf").fill("zweite Replik")
+    page.get_by_role("button", name="Sichern und weiter bearbeiten").click()
+    expect(page.locator(".messagelist .success")).to_be_visible()
+
+    page.get_by_role("link", name="Geschichte").click()  # Django's own word for the button
+
+    expect(page.get_by_role("heading", name="Verlauf: Datenbank")).to_be_visible()
+
+    expect(page.get_by_role("columnheader", name="Felder vorher → nachher")).to_be_visible()
+    entry = page.locator("tr.takt-audit-entry[data-action='change']")
+    expect(entry).to_contain_text("geändert")
+    expect(entry).to_contain_text("zweite Replik")
+    expect(entry.locator("li[data-field='limit'] .takt-after")).to_have_text("2")
