@@ -321,3 +321,20 @@ def test_tokens_revoked_by_admin_action_are_recorded(admin_client, admin_user):
     assert response.status_code == 302
     revoked = rows(ApiToken, id=token.pk)[-1]
     assert (revoked.revoked, revoked.audit_source, revoked.audit_by) == (True, "admin", "admin")
+
+
+def test_what_was_stored_before_the_trail_has_its_state_then_as_the_first_entry(admin_client):
+    hello = Job.objects.get(target="takt.hello_world", name="Hello world")
+    (baseline,) = rows(Job, id=hello.pk)
+    assert (baseline.audit_by, baseline.name, baseline.enabled) == (
+        "migration: the state when the audit trail began",
+        "Hello world",
+        False,
+    )
+
+    hello.description = "greets"
+    hello.save()
+
+    (change, first) = [e for e in entries_for(Job, hello.pk) if e.model == "job"]
+    assert first.by == "migration: the state when the audit trail began"
+    assert [(c.field, c.after) for c in change.changes] == [("description", "greets")]
