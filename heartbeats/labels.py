@@ -1,13 +1,11 @@
-"""A heartbeat's state, the operations page's state and an alert's
-severity in the reader's language (gettext: English by default, German for
+"""A heartbeat's state and an alert's severity in the reader's language (gettext: English by default, German for
 a German request). The stored values stay the codes ("down", "critical");
 these are only what a page, an e-mail or an alert shows.
 
-`state_word` is a heartbeat state's word ("down", "ausgefallen"); any Takt
-page that shows a heartbeat's state can use it (its coloured badge: the
-template filter ``takt_heartbeat_state`` of ``{% load takt_summary %}``). `operations_word` translates the label of the
-operations page's state column (heartbeats.core.status.operations_label),
-`severity_word` an alert's severity. Unknown values are shown as they
+`state_word` is a heartbeat state's word ("down", "ausgefallen"): every Takt
+page that shows a heartbeat's state says it so (its coloured badge: the
+template filter ``takt_heartbeat_state`` of ``{% load takt_summary %}``;
+one vocabulary, issue 29). `severity_word` is an alert's severity. Unknown values are shown as they
 are."""
 
 from __future__ import annotations
@@ -24,12 +22,6 @@ def state_word(state: str) -> str:
     except ValueError:
         return state
     return gettext(label)
-
-
-def operations_word(label: str) -> str:
-    """The operations page's state ("Overdue", "Last run failed", "OK", "No
-    run has reported yet") in the active language."""
-    return gettext(label) if label else label
 
 
 def severity_word(severity: str) -> str:

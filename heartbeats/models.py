@@ -3,13 +3,16 @@ first report and never before; and alerts (F-62): one row per key."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
-from heartbeats.core.status import STATE_LABELS, HeartbeatState
+from heartbeats.core.status import STATE_LABELS, HeartbeatState, compute_state
 
 # The labels are the core's marked words (heartbeats.core.status.STATE_LABELS).
 STATE_CHOICES = [
@@ -123,6 +126,29 @@ class Heartbeat(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def state_at(self, *, now: datetime) -> HeartbeatState:
+        """The state at `now` (aware) from this row, as every admin page shows
+        it (the landing page, the job list, the Heartbeats list, the
+        operations page): the stored `state` is the last overdue check's
+        and may lag by a tick. A start after the last report counts as a
+        run under way."""
+        started_at, last_run_at = self.last_started_at, self.last_run_at
+        return compute_state(
+            last_run_at=last_run_at,
+            last_started_at=started_at,
+            last_status=self.last_status,
+            deadline_s=self.deadline_s,
+            grace_s=grace_of(self.grace_s),
+            paused=self.paused,
+            running=started_at is not None and (last_run_at is None or started_at > last_run_at),
+            now=now,
+        )
+
+
+def grace_of(grace_s: int | None) -> int:
+    """A heartbeat's grace in seconds: its own, else TAKT_HEARTBEAT_GRACE_SECONDS."""
+    return settings.TAKT_HEARTBEAT_GRACE_SECONDS if grace_s is None else grace_s
+
 
 class AlertSeverity(models.TextChoices):
     INFO = "info", _("info")
@@ -169,7 +195,8 @@ class Alert(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.title} ({self.severity}, ×{self.count})"
+        # The admin's heading: the severity in the reader's language.
+        return f"{self.title} ({self.get_severity_display()}, ×{self.count})"
 
     @property
     def is_open(self) -> bool:

@@ -12,7 +12,6 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
@@ -21,7 +20,7 @@ from heartbeats import alert_texts
 from heartbeats.alerts import raise_alert, resolve_alert
 from heartbeats.core.status import HeartbeatState, compute_deadline_at, compute_state
 from heartbeats.job_events import on_run_ended
-from heartbeats.models import AlertSeverity, Heartbeat
+from heartbeats.models import AlertSeverity, Heartbeat, grace_of
 from heartbeats.statements import (
     Reported,
     reported_from,
@@ -46,11 +45,6 @@ def failed_alert_key(job_id: int) -> str:
 
 def overdue_alert_key(heartbeat_id: int) -> str:
     return f"overdue:{heartbeat_id}"
-
-
-def grace_of(grace_s: int | None) -> int:
-    """A heartbeat's grace in seconds: its own, else TAKT_HEARTBEAT_GRACE_SECONDS."""
-    return settings.TAKT_HEARTBEAT_GRACE_SECONDS if grace_s is None else grace_s
 
 
 def record_run_heartbeat(run: Run) -> bool:

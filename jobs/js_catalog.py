@@ -10,6 +10,10 @@ from django.urls import NoReverseMatch, reverse
 
 # jobs/urls.py's JavaScript catalogue (Django's JavaScriptCatalog, domain djangojs).
 JS_CATALOG_URL_NAME = "takt-jsi18n"
+# Its texts: Takt's scripts' and Django admin's own (calendar, "Today", "Now",
+# the actions' counter), so that a Takt page loads one catalogue, not two
+# (admin/takt/change_form.html and change_list.html leave admin:jsi18n out).
+JS_CATALOG_PACKAGES = ["django.contrib.admin", "jobs"]
 
 
 def js_catalog_url() -> str:

@@ -12,7 +12,9 @@ or stop it, named (refuse).
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import threading
 from typing import Any
 
@@ -24,6 +26,7 @@ from jobs import registry
 from jobs.models import Job
 from runs.beat_session import limit_beat_sessions, limit_hit
 from runs.clock import now as shared_now
+from runs.decisions import Decision, drain_quietly, record
 from runs.outage import (
     MAX_BACKOFF_S,
     OUTAGE,
@@ -41,6 +44,19 @@ log = logging.getLogger("takt.beat")
 MIN_SLEEP_S = 0.02
 
 
+def note_beat(*, started: bool) -> None:
+    """F-65 `beat`: this beat's scheduler switched on (or off, with
+    TAKT_SCHEDULER_ENABLED=false) at start, and its stop; job 0."""
+    where = f"on {socket.gethostname()} (pid {os.getpid()})"
+    if not started:
+        detail = f"beat stopped {where}"
+    elif settings.TAKT_SCHEDULER_ENABLED:
+        detail = f"beat started {where}: scheduling on"
+    else:
+        detail = f"beat started {where}: scheduling OFF (TAKT_SCHEDULER_ENABLED=false)"
+    record([Decision("beat", 0, detail=detail, at=shared_now())])
+
+
 class TaktScheduler(Scheduler):
     _connection: Any = None
 
@@ -56,6 +72,7 @@ class TaktScheduler(Scheduler):
         self._finish_tick_on_stop()
         # A beat (re)started while the database is down waits for it.
         retry_through_outage(self.sync_declared_jobs, what="beat start")
+        note_beat(started=True)
         if settings.TAKT_WATCH_FILES:
             # F-16, F-17: the watched folders, one watcher per folder in the
             # cluster (runs/watching.py).
@@ -68,6 +85,8 @@ class TaktScheduler(Scheduler):
         if self._watcher is not None:
             self._watcher.stop()  # hands its folders over at once
             self._watcher = None
+        note_beat(started=False)
+        drain_quietly()  # its last entries into the database, if it can
         super().close()
 
     def sync_declared_jobs(self) -> None:

@@ -10,6 +10,8 @@ Sections, in this order (the names are those of ``--only``):
   TAKT_EXPIRE_AFTER_DAYS (7) are failed without being run (F-71; ditto);
 - ``cleanup``: finished runs past TAKT_RETENTION_DAYS (14) are deleted in
   audited batches (F-52, F-72; runs/cleanup.py);
+- ``decisions``: decision log entries older than TAKT_DECISION_LOG_DAYS
+  (30) are deleted (F-65; runs/decisions.py);
 - ``checks``: findings only, nothing changes (F-73);
 - ``schedules``: triggers that will never fire again (no next fire time
   and no run to set one) are repaired, each with a critical alert and a
@@ -35,7 +37,7 @@ from django.db.models import F, Max, Q
 from django.dispatch import Signal
 
 from jobs.models import Job
-from runs import cleanup, recovery, stalled
+from runs import cleanup, decisions, recovery, stalled
 from runs.models import Run, RunStatus
 from runs.progress import ProgressCallback, Steps
 
@@ -326,6 +328,19 @@ def _describe_cleanup(result: SectionResult) -> str:
     )
 
 
+def _decisions(result: SectionResult, args: Pass) -> None:
+    if args.dry_run:
+        result.counts["deleted"] += decisions.count_expired(now=args.now)
+        return
+    result.counts["deleted"] += decisions.delete_expired(now=args.now, batch=args.batch)
+
+
+def _describe_decisions(result: SectionResult) -> str:
+    verb = "would delete" if result.dry_run else "deleted"
+    n = _count(result.counts["deleted"], "decision")
+    return f"{verb} {n} older than {decisions.retention_days()} days"
+
+
 # --- checks (F-73) ----------------------------------------------------------
 
 
@@ -414,6 +429,7 @@ def section_names() -> list[str]:
 register_section("lost", "Recover lost runs", _lost, _describe_lost)
 register_section("expire", "Expire runs", _expire, _describe_expire)
 register_section("cleanup", CLEANUP_LABEL, _cleanup, _describe_cleanup, _plan_cleanup)
+register_section("decisions", "Cleanup 'decisions'", _decisions, _describe_decisions)
 register_section("checks", "Checks", _checks, _describe_checks)
 register_section("schedules", "Stalled schedules", _schedules, _describe_schedules)
 

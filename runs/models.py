@@ -46,6 +46,8 @@ def status_word(status: str) -> str:
 
 
 ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+# The ends that went wrong (run_problem_idx; "Re-run failed runs since…").
+FAILED_STATUSES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
 FINISHED_STATUSES = tuple(s for s in RunStatus if s not in ACTIVE_STATUSES)
 
 
@@ -181,6 +183,16 @@ class Run(models.Model):
         verbose_name=_("retry of"),
         help_text=_("The failed run this one retries."),
     )
+    rerun_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reruns",
+        db_index=False,  # run_rerun_of_idx
+        verbose_name=_("re-run of"),
+        help_text=_("The ended run an operator ran again with its parameters."),
+    )
 
     class Meta:
         verbose_name = _("run")
@@ -224,7 +236,7 @@ class Run(models.Model):
             ),
             models.Index(
                 fields=["-enqueued_at"],
-                condition=Q(status__in=["failed", "timed_out", "lost"]),
+                condition=Q(status__in=FAILED_STATUSES),
                 name="run_problem_idx",
             ),
             models.Index(fields=["job", "status"], name="run_job_status_idx"),
@@ -246,6 +258,10 @@ class Run(models.Model):
             # scans the table once per deleted row for the foreign key.
             models.Index(
                 fields=["retry_of"], condition=Q(retry_of__isnull=False), name="run_retry_of_idx"
+            ),
+            # Deleting a run finds its re-runs (as for retries above).
+            models.Index(
+                fields=["rerun_of"], condition=Q(rerun_of__isnull=False), name="run_rerun_of_idx"
             ),
             # The beat's lost-run check (runs.recovery): running runs that
             # started before now - TTL. Holds only what is running now, so
@@ -315,3 +331,36 @@ class AuditRecord(models.Model):
         text = gettext("%(action)s: %(count)s at %(at)s by %(by)s")
         at = f"{self.recorded_at:%Y-%m-%d %H:%M:%S}"
         return text % {"action": self.action, "count": self.count, "at": at, "by": self.by}
+
+
+class SchedulerDecision(models.Model):
+    """One entry of the decision log (F-65; runs/decisions.py): written in
+    bulk from the Redis stream the engine records into, kept
+    TAKT_DECISION_LOG_DAYS. `job_id` 0 is cluster-wide (maintenance, a
+    beat's scheduler on or off); ids are plain numbers, not foreign keys:
+    the log outlives a deleted job or run."""
+
+    stream_id = models.CharField(_("stream id"), max_length=41, unique=True, editable=False)
+    # A context of its own: a bare "at" is the heartbeats' "um" (Django
+    # merges every app's catalogue into one).
+    at = models.DateTimeField(pgettext_lazy("decision time", "at"))
+    kind = models.CharField(_("kind"), max_length=32)
+    job_id = models.BigIntegerField(_("job"))
+    run_id = models.BigIntegerField(_("run"), null=True, blank=True)
+    trigger_id = models.BigIntegerField(_("trigger"), null=True, blank=True)
+    detail = models.TextField(_("detail"), blank=True)
+
+    class Meta:
+        verbose_name = _("scheduler decision")
+        verbose_name_plural = _("scheduler decisions")
+        # Newest first is the order recorded: the stream's, kept by the
+        # drain's inserts (a decision's `at` is the clock of whoever decided).
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["at"], name="decision_at_idx"),
+            models.Index(fields=["job_id", "-id"], name="decision_job_idx"),
+            models.Index(fields=["kind", "-id"], name="decision_kind_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"

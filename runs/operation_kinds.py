@@ -24,6 +24,7 @@ from runs.backfill import backfill, backfill_fire_times
 from runs.context import JobFailed
 from runs.models import Run, RunTrigger
 from runs.operations import KINDS, moment
+from runs.rerun import failed_since, rerun
 from runs.services import enqueue_job
 
 
@@ -161,6 +162,45 @@ def run_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     return dict(counts)
 
 
+def rerun_failed(job: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Each job's runs that went wrong since `since` and that nothing
+    repeats yet, run again (runs/rerun.py), oldest first; a job only when
+    whoever started it may start its runs now (`refusal`). Progress: runs
+    handled of all the jobs' such runs. A paused queue stops it."""
+    since = moment(params["since"], "since")
+    ids: list[int] = params["jobs"]
+    found = Job.objects.in_bulk(ids)
+    failures: list[str] = []
+    planned: list[tuple[Job, list[int]]] = []
+    _name, user = starter(job)
+    for pk in ids:
+        target = found.get(pk)
+        refused = "no longer exists" if target is None else refusal(user, target)
+        if refused or target is None:
+            failures.append(f"{target or f'job #{pk}'}: {refused}")
+            continue
+        planned.append((target, failed_since(target.pk, since)))
+    total = sum(len(runs) for _, runs in planned)
+    job.log(f"re-run of the runs that went wrong since {since.isoformat()}: {total} run(s)")
+    job.progress(0, total, f"{total} run(s) in {len(planned)} job(s)")
+    done, counts = 0, Counter[str]()
+    for target, run_ids in planned:
+        for run_id in run_ids:
+            try:
+                new = rerun(run_id)
+            except QueuePaused as exc:
+                raise JobFailed(f"stopped after {done} of {total} run(s): {exc}") from None
+            except TaktError as exc:
+                failures.append(f"{target}: run #{run_id}: {exc}")
+            else:
+                counts[new.status] += 1
+                job.log(f"{target}: run #{run_id} → run #{new.pk} {new.status}")
+            done += 1
+            job.progress(done, total, str(target))
+    _fail_if(job, failures, what="re-run", of=len(ids))
+    return {"runs": total, **counts}
+
+
 def import_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """An import of jobs (jobs.importing), all or nothing. Progress: a step
     per job checked and per job saved. The output is the plan, as
@@ -197,5 +237,6 @@ def import_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
 BODIES: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
     "backfill": backfill_jobs,
     "bulk_run": run_jobs,
+    "rerun_failed": rerun_failed,
     "import_jobs": import_jobs,
 }

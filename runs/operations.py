@@ -1,5 +1,5 @@
-"""Long operations as runs (F-93): a backfill, a bulk "Run now" and an
-import of jobs run as runs of the built-in job "Takt operations" (key
+"""Long operations as runs (F-93): a backfill, a bulk "Run now", a re-run of
+failed runs and an import of jobs run as runs of the built-in job "Takt operations" (key
 ``takt.operations``, made by jobs/migrations/0010), so each is recorded,
 survives the browser closing, runs on a worker, and shows its output and
 progress live on its run's page.
@@ -9,6 +9,9 @@ kind           params
 =============  ==========================================================
 ``backfill``   ``jobs`` (ids), ``start``, ``end`` (ISO-8601 with an offset)
 ``bulk_run``   ``jobs`` (ids): a manual run of each
+``rerun_failed``  ``jobs`` (ids), ``since`` (ISO-8601 with an offset): each
+               job's failed, timed-out and lost runs since then that nothing
+               repeats yet, run again (runs/rerun.py)
 ``import_jobs``  ``text`` (YAML or JSON, the export format), ``format``
                (``yaml`` or ``json``), ``source`` (a label, e.g. the file name)
 =============  ==========================================================
@@ -48,7 +51,7 @@ log = logging.getLogger("takt.operations")
 
 OPERATIONS_KEY = "takt.operations"
 OPERATIONS_TARGET = "takt.operation"
-KINDS = ("backfill", "bulk_run", "import_jobs")
+KINDS = ("backfill", "bulk_run", "rerun_failed", "import_jobs")
 GUARD_S = 10
 MAX_JOBS = 10_000  # ids in one backfill or bulk run
 
@@ -87,6 +90,11 @@ def check_operation(kind: object, params: object, *, now: datetime) -> dict[str,
         if end > now:
             raise InvalidInput("end", gettext("must not be in the future"))
         checked.update(start=start.isoformat(), end=end.isoformat())
+    if kind == "rerun_failed":
+        since = moment(params.get("since"), "since")
+        if since > now:
+            raise InvalidInput("since", gettext("must not be in the future"))
+        checked.update(since=since.isoformat())
     return checked
 
 

@@ -60,6 +60,7 @@ def create_run(
     dedupe_key: str = "",
     cause: Run | None = None,
     source_trigger: Trigger | None = None,
+    rerun_of: Run | None = None,
     refuse: bool = True,
 ) -> Run:
     """Insert one run as the job's overlap policy admits it (F-23): queued,
@@ -72,13 +73,15 @@ def create_run(
     MaintenanceMode or QueuePaused when it cannot start; a run the engine
     starts by itself (a dependency, a parent's child) is recorded instead:
     `skipped` with the maintenance refusal, or queued for the worker to hold
-    while the queue is paused. `cause`: the run that started this one."""
+    while the queue is paused. `cause`: the run that started this one;
+    `rerun_of`: the ended run an operator runs again (runs/rerun.py)."""
     scheduled_for = scheduled_for or now
+    links = {"cause": cause, "source_trigger": source_trigger, "rerun_of": rerun_of}
     decision = Decision(Admission.QUEUE)
     if scheduled_for <= now and _admitted_when_idle(job):
         run = _new_run(job, trigger, decision, now=now, scheduled_for=scheduled_for,
-                       params=params, priority=priority, dedupe_key=dedupe_key, cause=cause,
-                       source_trigger=source_trigger)  # fmt: skip
+                       params=params, priority=priority, dedupe_key=dedupe_key,
+                       links=links)  # fmt: skip
         if insert_run_if_idle(run, now=now):  # the common case: one round trip
             return run
     if scheduled_for <= now:
@@ -116,8 +119,7 @@ def create_run(
                 decision = Decision(Admission.SKIP, unmet[0] % unmet[1])  # stored: English
     skipped = decision.admission is Admission.SKIP
     run = _new_run(job, trigger, decision, now=now, scheduled_for=scheduled_for, params=params,
-                   priority=priority, dedupe_key=dedupe_key, cause=cause,
-                   source_trigger=source_trigger)  # fmt: skip
+                   priority=priority, dedupe_key=dedupe_key, links=links)  # fmt: skip
     with transaction.atomic() if decision.admission is Admission.REPLACE else nullcontext():
         insert_run(run)
         if decision.admission is Admission.REPLACE:
@@ -157,8 +159,7 @@ def _new_run(
     params: dict[str, Any] | None,
     priority: int | None,
     dedupe_key: str,
-    cause: Run | None,
-    source_trigger: Trigger | None,
+    links: dict[str, Any],
 ) -> Run:
     skipped = decision.admission is Admission.SKIP
     return Run(
@@ -173,8 +174,7 @@ def _new_run(
         finished_at=now if skipped else None,
         message=f"skipped: {decision.reason}" if skipped else "",
         dedupe_key=dedupe_key,
-        cause=cause,
-        source_trigger=source_trigger,
+        **links,  # cause, source_trigger, rerun_of
     )
 
 
@@ -206,6 +206,7 @@ def enqueue_job(
     trigger: str = RunTrigger.API,
     dedupe_key: str | None = None,
     now: datetime | None = None,
+    rerun_of: Run | None = None,
 ) -> Run:
     """Start a run of `job` now, or at `run_at` (F-40). Works on disabled jobs
     (like "Run now", F-27). With `dedupe_key` (F-43), the job's run
@@ -218,7 +219,7 @@ def enqueue_job(
     params (the merged params larger than TAKT_MAX_PARAMS_BYTES too),
     priority, run_at, trigger or dedupe_key, and for a run due now
     MaintenanceMode, QueuePaused or ConditionNotMet (F-32) when it cannot
-    start."""
+    start. `rerun_of`: the ended run this one runs again (runs/rerun.py)."""
     now = now or shared_now()
     if not isinstance(job, Job):
         try:
@@ -255,6 +256,7 @@ def enqueue_job(
             trigger=trigger,
             params=params,
             priority=priority,
+            rerun_of=rerun_of,
         )
     # Without a dedupe key, each statement commits by itself (no BEGIN and
     # COMMIT round trips); the overlap check is advisory either way; the
@@ -266,6 +268,7 @@ def enqueue_job(
         scheduled_for=scheduled_for,
         params=params,
         priority=priority,
+        rerun_of=rerun_of,
     )
     _publish_if_due(run, now=now)
     return run

@@ -18,10 +18,11 @@ from jobs.models import QueueState, Trigger
 from jobs.services import resume_due_jobs
 from runs import lock_files
 from runs.clock import now as shared_now
-from runs.decisions import record
+from runs.decisions import drain, record
 from runs.delivery import resend_lost_messages
 from runs.dispatch import claim_due_runs
 from runs.models import Run, RunStatus
+from runs.not_due import note_held_jobs
 from runs.outbox import sweep_unpublished
 from runs.publish import publish_runs
 from runs.queue import mirror, resume_queue_if_due
@@ -34,10 +35,18 @@ log = logging.getLogger("takt.beat")
 
 
 def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float:
-    """Dispatch everything due at `now`, publish it, sweep the outbox.
-    The due fire times of `hold_jobs` stay due (jobs.testing.tick holds
-    Takt's built-in jobs). Returns the seconds until the next known fire
-    time (for the sleep)."""
+    """Dispatch everything due at `now`, publish it, sweep the outbox,
+    then move the decision log's new entries into the database (whatever
+    the tick did). The due fire times of `hold_jobs` stay due
+    (jobs.testing.tick holds Takt's built-in jobs). Returns the seconds
+    until the next known fire time (for the sleep)."""
+    try:
+        return _dispatch(now=now, hold_jobs=hold_jobs)
+    finally:
+        _drain_decisions()
+
+
+def _dispatch(*, now: datetime, hold_jobs: frozenset[int]) -> float:
     # One statement first: the next fire time from the partial index, the
     # queue switches and whether the outbox holds a due run never sent. An
     # idle tick takes no lock, opens no transaction (on SQLite, no write lock
@@ -56,6 +65,7 @@ def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float
         if settings.TAKT_SCHEDULER_ENABLED and wait <= 0:
             _claim_allowed_while_paused(now=now, maintenance=maintenance, defer_jobs=hold_jobs)
         _resume_due_jobs(now=now)  # a pause with an end resumes by itself
+        _note_not_due(now=now, skip_jobs=hold_jobs)
         return float(settings.TAKT_POLL_SECONDS)
     claimed = False
     if not settings.TAKT_SCHEDULER_ENABLED:  # F-30: manual runs still go out
@@ -69,6 +79,7 @@ def run_tick(*, now: datetime, hold_jobs: frozenset[int] = frozenset()) -> float
     if unpublished or claimed:  # the claim may have left some: the sweep looks
         sweep_unpublished(now=now, known=unpublished)
     _resume_due_jobs(now=now)
+    _note_not_due(now=now, skip_jobs=hold_jobs)
     _resend_lost_messages(now=now)
     return wait
 
@@ -129,6 +140,25 @@ def _batch_time(now: datetime, elapsed: float) -> datetime:
     return now + timedelta(seconds=elapsed) if elapsed >= BATCH_CLOCK_AFTER_S else now
 
 
+_drain_failing = False
+
+
+def _drain_decisions() -> None:
+    """F-65: the decision log's stream into its table (runs/decisions.py).
+    An error is logged once until a drain succeeds again (during an outage
+    every tick would fail); the entries wait in the stream."""
+    global _drain_failing
+
+    try:
+        drain()
+    except Exception as exc:
+        if not _drain_failing:
+            log.warning("could not move the decision log into the database: %s", exc)
+        _drain_failing = True
+    else:
+        _drain_failing = False
+
+
 _allowed_at = float("-inf")
 ALLOWED_EVERY_S = 5.0
 
@@ -164,6 +194,25 @@ def _resume_due_jobs(*, now: datetime) -> None:
     _resumed_at = time.monotonic()
     resume_due_jobs(now=now)
     resume_queue_if_due(now=now)
+
+
+_not_due_at = float("-inf")
+NOT_DUE_EVERY_S = 10.0
+
+
+def _note_not_due(*, now: datetime, skip_jobs: frozenset[int]) -> None:
+    """F-65: write the jobs held back by their pause or the queue's, once
+    per spell (runs/not_due.py), every NOT_DUE_EVERY_S. An error is logged
+    and the tick goes on."""
+    global _not_due_at
+
+    if time.monotonic() - _not_due_at < NOT_DUE_EVERY_S:
+        return
+    _not_due_at = time.monotonic()
+    try:
+        note_held_jobs(now=now, skip_jobs=skip_jobs)
+    except Exception:
+        log.exception("the check for held jobs failed")
 
 
 _lost_checked_at = float("-inf")
@@ -324,7 +373,7 @@ def _mirror_pause(paused: bool, maintenance: bool = False) -> None:
 def reset_periodic_passes() -> None:
     """Make the next tick run every periodic pass, as the first tick of a
     beat process does: the lost-run check, the stalled-schedule check,
-    lifting the pauses that ran out,
+    lifting the pauses that ran out, the note of the held jobs (runs/not_due.py),
     the resend of lost messages, the mirror of the queue switches and,
     while the queue is paused, the allow-list's claim. A beat runs each
     of them at most every so many seconds of its monotonic clock (the cost
@@ -332,10 +381,10 @@ def reset_periodic_passes() -> None:
     injected `now` does what is due then, however little real time passed
     since the tick before it. A beat never calls it."""
     global _allowed_at, _resumed_at, _lost_checked_at, _resent_at, _mirrored_at
-    global _stalled_checked_at
+    global _stalled_checked_at, _not_due_at
 
     _allowed_at = _resumed_at = _lost_checked_at = _resent_at = _mirrored_at = float("-inf")
-    _stalled_checked_at = float("-inf")
+    _stalled_checked_at = _not_due_at = float("-inf")
 
 
 def seconds_until_next_fire(*, now: datetime) -> float:

@@ -18,6 +18,7 @@ APPS_WITH_ROUTES = (
     "jobs.api.coordination",
     "jobs.api.history",
     "runs.api.views",
+    "runs.api.decisions",
     "heartbeats.api.views",
 )
 

@@ -84,6 +84,9 @@ MIDDLEWARE = [
     # The admin and the API speak the browser's language (Accept-Language)
     # when it is one of LANGUAGES, else LANGUAGE_CODE (docs/translation.md).
     "django.middleware.locale.LocaleMiddleware",
+    # Date-times typed in the admin are read in the browser's zone, which
+    # takt/admin.js names in a cookie (jobs/input_zone.py, F-121).
+    "jobs.input_zone.BrowserTimeZoneMiddleware",
     "django.middleware.common.CommonMiddleware",
     "scheduler_project.middleware.DatabaseUnavailableMiddleware",  # a 503 while the database is down
     "jobs.api.auth.CsrfHeaderAliasMiddleware",

@@ -188,6 +188,7 @@ SETTINGS: dict[str, tuple[Any, Parse]] = {
     "TAKT_PING_NOTIFY_INTERVAL_SECONDS": (60, _number(int, 1, DAY)),
     "TAKT_METRICS_TOKEN": ("", _text),
     "TAKT_DECISION_LOG_SIZE": (100_000, _number(int, 100, 10_000_000)),
+    "TAKT_DECISION_LOG_DAYS": (30, _number(int, 1, 3650)),
     "TAKT_DEDUPE_WINDOW_SECONDS": (DAY, _number(int, 1, 365 * DAY)),
     "TAKT_WATCH_FILES": (True, _bool),
     "TAKT_WATCH_POLLING": (False, _bool),

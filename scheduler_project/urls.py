@@ -1,6 +1,7 @@
 from django.apps import apps
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.utils.translation import gettext_lazy
 from django.views.generic import RedirectView
 
 # The admin modules of every app (settings: SimpleAdminConfig, so that only
@@ -10,7 +11,7 @@ admin.autodiscover()
 # This project is Takt's own: its admin says so (a project that embeds Takt keeps its own).
 admin.site.site_header = "Takt"
 admin.site.site_title = "Takt"
-admin.site.index_title = "Jobs, runs and heartbeats"
+admin.site.index_title = gettext_lazy("Jobs, runs and heartbeats")  # jobs/locale
 admin.site.index_template = (
     "admin/takt/index.html"  # the landing page (heartbeats/admin/summary.py)
 )

@@ -17,16 +17,16 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from heartbeats.alert_texts import status_text
 from heartbeats.alerts import mark_seen
-from heartbeats.core.status import operations_label
-from heartbeats.labels import operations_word
 from heartbeats.models import Alert, Heartbeat
 from heartbeats.ping_tokens import NotPingable, issue_ping_token, remove_ping_token
+from jobs.admin.display import LocalTimes, state_badge, times_in_text
 from jobs.admin.lookups import refuse_regex_lookups
 
 JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its job
@@ -34,8 +34,8 @@ JOB_MANAGED = ("name", "deadline_s")  # a job's heartbeat takes these from its j
 
 @admin.register(Heartbeat)
 @refuse_regex_lookups
-class HeartbeatAdmin(admin.ModelAdmin):
-    list_display = ("name", "state_label", "last_run_at", "last_success_at", "deadline_s", "state")
+class HeartbeatAdmin(LocalTimes, admin.ModelAdmin):
+    list_display = ("name", "state_now", "last_run_at", "last_success_at", "deadline_s")
     search_fields = ("name",)
     fields = (
         "name",
@@ -98,16 +98,10 @@ class HeartbeatAdmin(admin.ModelAdmin):
         extra = JOB_MANAGED if obj is not None and obj.job_id else ()
         return (*self.readonly_fields, *extra)
 
-    @admin.display(description=_("operations state"))
-    def state_label(self, obj: Heartbeat) -> str:
-        return operations_word(
-            operations_label(
-                last_run_at=obj.last_run_at,
-                last_status=obj.last_status,
-                deadline_s=obj.deadline_s,
-                now=timezone.now(),
-            )
-        )
+    @admin.display(description=_("state"))
+    def state_now(self, obj: Heartbeat) -> SafeString:
+        """The one state column: the heartbeat's state now, as every page says it."""
+        return state_badge(obj.state_at(now=timezone.now()))
 
     @admin.display(description=_("last status"))
     def last_status_word(self, obj: Heartbeat) -> str:
@@ -135,14 +129,7 @@ class HeartbeatAdmin(admin.ModelAdmin):
         now = timezone.now()
         rows = []
         for beat in Heartbeat.objects.order_by("name"):
-            label = operations_label(
-                last_run_at=beat.last_run_at,
-                last_status=beat.last_status,
-                deadline_s=beat.deadline_s,
-                now=now,
-            )
-            # "state" (English) names the badge's CSS class; "state_label" is shown.
-            rows.append({"heartbeat": beat, "state": label, "state_label": operations_word(label)})
+            rows.append({"heartbeat": beat, "state": beat.state_at(now=now)})
         context = {
             **self.admin_site.each_context(request),
             "title": gettext("Operations"),
@@ -169,12 +156,21 @@ class HeartbeatAdmin(admin.ModelAdmin):
 
 @admin.register(Alert)
 @refuse_regex_lookups
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(LocalTimes, admin.ModelAdmin):
     list_display = ("title", "severity", "count", "last_seen_at", "seen", "resolved_at")
     list_filter = ("severity", "seen", ("resolved_at", admin.EmptyFieldListFilter))
     search_fields = ("title", "message", "key")
-    readonly_fields = [f.name for f in Alert._meta.fields]
+    # The message's UTC times ("last run 2026-06-01T08:00:00+00:00") shown
+    # as the admin shows times.
+    readonly_fields = [
+        f.name if f.name != "message" else "message_text" for f in Alert._meta.fields
+    ]
+    exclude = ("message",)
     actions = ["mark_as_seen"]
+
+    @admin.display(description=_("message"))
+    def message_text(self, obj: Alert) -> SafeString:
+        return times_in_text(obj.message)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -14,6 +14,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import gettext as _
 
 from jobs import services
+from jobs.admin.display import LocalTimes
 from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.calendars import upcoming_days
@@ -32,7 +33,7 @@ _next_days_heading = lazy(_next_days_text, str)
 
 @admin.register(HolidayCalendar)
 @refuse_regex_lookups
-class HolidayCalendarAdmin(AuditedAdmin, admin.ModelAdmin):
+class HolidayCalendarAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """Named days that triggers skip (F-105). Changing or deleting a
     calendar recomputes the next run of the triggers that use it."""
 

@@ -24,7 +24,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from redis import RedisError
 
 from jobs.admin.coordination import group_html, jobs_in_group_url
-from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
+from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, LocalTimes, time_html
 from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.js_catalog import JS_CATALOG
@@ -111,7 +111,7 @@ class ConcurrencyGroupForm(forms.ModelForm):
 
 @admin.register(ConcurrencyGroup)
 @refuse_regex_lookups
-class ConcurrencyGroupAdmin(AuditedAdmin, admin.ModelAdmin):
+class ConcurrencyGroupAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """F-31: jobs in one group run at most `limit` at a time. The list says
     what runs in each group now and what waits; above it, the exclusive
     slot's holder."""
@@ -208,7 +208,7 @@ class ResultVariableForm(forms.ModelForm):
 
 @admin.register(ResultVariable)
 @refuse_regex_lookups
-class ResultVariableAdmin(AuditedAdmin, admin.ModelAdmin):
+class ResultVariableAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """F-32: the value each variable holds, and who set it."""
 
     change_form_template = "admin/takt/audited_change_form.html"

@@ -10,12 +10,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -33,6 +31,8 @@ from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
     EMPTY,
+    LocalTimes,
+    breakable,
     run_duration_text,
     state_badge,
     status_badge,
@@ -48,6 +48,7 @@ from jobs.admin.panels import (
     coordination_summary,
     dispatch_summary,
     explanation_view,
+    job_decisions,
     limit_text,
     operations_summary,
     pause_summary,
@@ -56,16 +57,19 @@ from jobs.admin.panels import (
     titled,
 )
 from jobs.admin.queue import QueueStateAdmin  # noqa: F401  (registers the queue page)
+from jobs.admin.reruns import RerunFailedAction, operation_form
 from jobs.admin.scripts import ScriptAdmin, script_fieldsets, script_summary
 from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline
 from jobs.definitions import OPERATOR_FIELDS
 from jobs.errors import TaktError
+from jobs.input_zone import ZonedDateTimeInput, typed_text
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from jobs.policies import JobKind, TriggerKind
 from jobs.validation import watch_warnings
 from runs.connectivity import redis_unreachable_message
+from runs.labels import trigger_word
 from runs.models import Run, RunTrigger
 from runs.services import enqueue_job
 
@@ -73,27 +77,42 @@ from runs.services import enqueue_job
 class BackfillForm(forms.Form):
     start = forms.DateTimeField(
         label=gettext_lazy("From"),
-        help_text=gettext_lazy("Date and time, in the server's time zone (YYYY-MM-DD HH:MM)."),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Date and time (YYYY-MM-DD HH:MM)."),
     )
     end = forms.DateTimeField(
-        label=gettext_lazy("To"), help_text=gettext_lazy("Not in the future.")
+        label=gettext_lazy("To"),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Not in the future."),
     )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             self.add_error("end", _("must not be before the start"))
+        now = timezone.now()
+        for name in ("start", "end"):
+            if data.get(name) and data[name] > now:  # shown in the zone it was typed in
+                self.add_error(name, _("%(at)s is in the future") % {"at": typed_text(data[name])})
         return data
 
 
 @admin.register(Job)
 @refuse_regex_lookups
-class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, admin.ModelAdmin):
+class JobAdmin(
+    AuditedAdmin,
+    LocalTimes,
+    CapabilityAdmin,
+    ScriptAdmin,
+    CoordinationFields,
+    RerunFailedAction,
+    admin.ModelAdmin,
+):
     form = JobForm
     inlines = [TriggerInline]
     list_display = (
         "name", "enabled", "schedule", "next_run", "last_run", "heartbeat_state", "group",
-        "what", "code",
+        "what",
     )  # fmt: skip
     list_filter = ("enabled", "paused", "kind", "queue", GroupFilter, "code_managed")
     search_fields = ("name", "key", "target")
@@ -101,7 +120,7 @@ class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, a
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     list_per_page = 100
-    actions = ["run_now", "enable", "disable", "pause", "resume", "backfill"]
+    actions = ["run_now", "enable", "disable", "pause", "resume", "backfill", "rerun_failed"]
     readonly_fields = (
         "code_managed",
         "created_at",
@@ -123,12 +142,18 @@ class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, a
 
     @admin.display(description=gettext_lazy("Runs"), ordering=None)
     def what(self, obj: Job) -> str:
-        """A callable's target, a command job's command line, a script's size."""
+        """A callable's target, a command job's command line, a script's size;
+        "declared in code" under it for a job declared in code (F-75; a
+        column of its own would not fit a 1280-pixel window)."""
         if obj.kind == JobKind.COMMAND:
-            return command_summary(obj)
-        if obj.kind == JobKind.SCRIPT:
-            return _("script: %(summary)s") % {"summary": script_summary(obj)}
-        return obj.target
+            text = breakable(command_summary(obj))
+        elif obj.kind == JobKind.SCRIPT:
+            text = breakable(_("script: %(summary)s") % {"summary": script_summary(obj)})
+        else:
+            text = breakable(obj.target)
+        if not obj.code_managed:
+            return text
+        return format_html('{}<br><span class="takt-muted">{}</span>', text, _("declared in code"))
 
     def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> Any:
         """What most jobs need first; the policies in collapsed sections whose
@@ -259,15 +284,12 @@ class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, a
         return (*fields, *(f for f in shown if f not in OPERATOR_FIELDS and f not in fields))
 
     # --- list columns -----------------------------------------------------------
-    @admin.display(description=gettext_lazy("Code"), boolean=True)
-    def code(self, obj: Job) -> bool:
-        """Declared in code (F-75)."""
-        return obj.code_managed
-
     @admin.display(description=gettext_lazy("Schedule"))
     def schedule(self, obj: Job) -> str:
         words = [specs.trigger_description(t) for t in obj.triggers.all() if t.enabled]
-        return "; ".join(words) or EMPTY
+        return (
+            times_in_text("; ".join(words), wrap=True) if words else EMPTY
+        )  # a once time in your zone
 
     @admin.display(description=gettext_lazy("Next run"))
     def next_run(self, obj: Job) -> Any:
@@ -290,7 +312,9 @@ class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, a
     @admin.display(description=gettext_lazy("Heartbeat"))
     def heartbeat_state(self, obj: Job) -> Any:
         heartbeat = getattr(obj, "heartbeat", None)
-        return state_badge(heartbeat.state) if heartbeat is not None else state_badge("new")
+        if heartbeat is None:
+            return state_badge("new")
+        return state_badge(heartbeat.state_at(now=timezone.now()))  # as every page says it
 
     @admin.display(description=gettext_lazy("Run limit"))
     def run_limit(self, obj: Job) -> str:
@@ -305,9 +329,12 @@ class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, a
         if job is not None and request.user.has_perm("takt_runs.view_run"):
             # Runs' output and messages only for whom may view runs.
             extra["run_history"] = run_history(job)
-            extra["latest_run"] = (
-                Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
-            )
+            latest = Run.objects.filter(job=job).order_by("-enqueued_at", "-id").first()
+            extra["latest_run"] = latest
+            # Its trigger as the run history says it ("schedule", "Zeitplan").
+            extra["latest_run_trigger"] = trigger_word(latest.trigger) if latest else ""
+        if job is not None and request.user.has_perm("takt_runs.view_schedulerdecision"):
+            extra["decisions"] = job_decisions(job)  # F-65, under "Why didn't it run?"
         if job is not None:
             extra["explanation"] = explanation_view(self.explanation(job))
             extra["can_cancel"] = request.user.has_perm("takt_runs.cancel_run")
@@ -440,15 +467,20 @@ class JobAdmin(AuditedAdmin, CapabilityAdmin, ScriptAdmin, CoordinationFields, a
             )
             if started is not None:
                 return started
-        context = {
-            **self.admin_site.each_context(request),
-            "title": _("Backfill a past range"),
-            "opts": self.model._meta,
-            "jobs": queryset,
-            "form": form,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/takt_jobs/job/backfill.html", context)
+        return operation_form(
+            self,
+            request,
+            queryset,
+            form,
+            action="backfill",
+            title=_("Backfill a past range"),
+            intro=_(
+                "Create a run for every fire time of these jobs in a past range (at most 1000"
+                " per job), oldest first, one after another. Fire times that already have a"
+                " run are left alone."
+            ),
+            submit=_("Backfill"),
+        )
 
     # --- the "Run now" button on the change form --------------------------------
     def get_urls(self) -> list[Any]:

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext
 
 from heartbeats.checklist import check_detail, check_name, runs_next_words, verdict_text
 from heartbeats.core.explain import Check, Explanation
@@ -23,10 +23,14 @@ from jobs.core.command import CommandSpec
 from jobs.models import Job
 from jobs.policies import JobKind
 from jobs.specs import allowed_in_maintenance, notify_events
+from runs.decisions import drain_quietly
 from runs.labels import trigger_word
-from runs.models import Run
+from runs.models import Run, SchedulerDecision
 
 HISTORY_ROWS = 25
+# The job editor shows this many of the job's latest scheduler decisions
+# (F-65), with a link to the rest in the decision list.
+DECISION_ROWS = 20
 
 
 def dispatch_summary(job: Job) -> str:
@@ -42,7 +46,9 @@ def dispatch_summary(job: Job) -> str:
         }
         overlap = words.get(job.overlap_policy, job.overlap_policy.replace("_", " "))
     if job.missed_run_policy == "run_once":
-        missed = _("run once (%(pick)s)") % {"pick": job.catchup_pick}
+        missed = _("run once (%(pick)s)") % {
+            "pick": _pick_words().get(job.catchup_pick, job.catchup_pick)
+        }
     elif job.missed_run_policy == "run_all":
         missed = _("run all")
     elif job.missed_run_policy == "skip":
@@ -56,9 +62,25 @@ def dispatch_summary(job: Job) -> str:
         "priority": job.priority,
         "queue": job.queue,
         "timeout": duration_text(job.timeout_s),
-        "action": job.timeout_action,
+        "action": _timeout_words().get(job.timeout_action, job.timeout_action),
         "overlap": overlap,
         "missed": missed,
+    }
+
+
+def _pick_words() -> dict[str, str]:
+    """The catch-up pick in a summary: "run once (latest)"."""
+    return {
+        "latest": pgettext("catch-up pick", "latest"),
+        "earliest": pgettext("catch-up pick", "earliest"),
+    }
+
+
+def _timeout_words() -> dict[str, str]:
+    """The timeout action in a summary: "timeout 1 h 00 min (stop)"."""
+    return {
+        "stop": pgettext("timeout action", "stop"),
+        "continue": pgettext("timeout action", "continue"),
     }
 
 
@@ -223,6 +245,40 @@ def run_history(job: Job) -> SafeString:
         rows,
         more,
         _("All runs of this job"),
+    )
+
+
+def run_link(run_id: int | None) -> SafeString:
+    """A link to a run's page, "#41"; empty for no run."""
+    if run_id is None:
+        return format_html("{}", "")
+    return format_html(
+        "<a href='{}'>#{}</a>", reverse("admin:takt_runs_run_change", args=[run_id]), run_id
+    )
+
+
+def job_decisions(job: Job) -> SafeString:
+    """The job's latest scheduler decisions, newest first, for its editor
+    under "Why didn't it run?" (F-65; runs/decisions.py, drained first):
+    DECISION_ROWS of them, each time in the browser's zone, and a link to
+    all of them in the decision list."""
+    drain_quietly()
+    rows = list(SchedulerDecision.objects.filter(job_id=job.pk).order_by("-id")[:DECISION_ROWS])
+    more = reverse("admin:takt_runs_schedulerdecision_changelist") + f"?job={job.pk}"
+    link = format_html("<p><a href='{}'>{}</a></p>", more, _("All decisions about this job"))
+    if not rows:
+        return format_html("<p>{}</p>{}", _("No decisions recorded yet."), link)
+    body = format_html_join(
+        "",
+        "<tr class='takt-decision'><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        ((time_html(r.at), r.kind, run_link(r.run_id), times_in_text(r.detail)) for r in rows),
+    )
+    headings = (_("Decided at"), _("Kind"), _("Run"), _("Detail"))
+    return format_html(
+        "<table class='takt-decisions'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}",
+        format_html_join("", "<th>{}</th>", ((h,) for h in headings)),
+        body,
+        link,
     )
 
 

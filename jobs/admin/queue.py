@@ -20,9 +20,10 @@ from django.utils.translation import gettext_lazy
 from redis import RedisError
 
 from heartbeats.queue_status import queue_status  # the admin is glue over all three apps
-from jobs.admin.display import ADMIN_CSS, ADMIN_JS
+from jobs.admin.display import ADMIN_CSS, ADMIN_JS, LocalTimes
 from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
+from jobs.input_zone import ZonedDateTimeInput, typed_text
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import QueueState
 from runs import queue
@@ -39,13 +40,15 @@ class PauseForm(forms.Form):
     until = forms.DateTimeField(
         required=False,
         label=gettext_lazy("Resume by itself at"),
-        help_text=gettext_lazy("Optional; in the server's time zone (YYYY-MM-DD HH:MM)."),
+        widget=ZonedDateTimeInput(),
+        help_text=gettext_lazy("Optional (YYYY-MM-DD HH:MM)."),
     )
 
     def clean_until(self) -> Any:
         until = self.cleaned_data.get("until")
         if until is not None and until <= timezone.now():
-            raise forms.ValidationError(_("must be in the future"))
+            # In the zone it was typed in (jobs/input_zone.py).
+            raise forms.ValidationError(_("%(at)s is in the past") % {"at": typed_text(until)})
         return until
 
 
@@ -60,7 +63,7 @@ class MaintenanceForm(forms.Form):
 
 @admin.register(QueueState)
 @refuse_regex_lookups
-class QueueStateAdmin(AuditedAdmin, admin.ModelAdmin):
+class QueueStateAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """ "Queue" in the admin index opens the queue page instead of a list."""
 
     class Media:

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from jobs import audit
+from jobs.admin.display import LocalTimes
 from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.models import Job
@@ -31,7 +32,7 @@ from jobs.tokens import PREFIX, ApiToken
 
 @admin.register(ApiToken)
 @refuse_regex_lookups
-class ApiTokenAdmin(AuditedAdmin, admin.ModelAdmin):
+class ApiTokenAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     change_form_template = "admin/takt/audited_change_form.html"
     list_display = (
         "name",
@@ -44,6 +45,7 @@ class ApiTokenAdmin(AuditedAdmin, admin.ModelAdmin):
         "revoked",
     )
     list_filter = ("revoked",)
+
     search_fields = ("name", "token_id", "user__username", "job__name")
     fields = (
         "name",

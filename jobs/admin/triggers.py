@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from jobs import specs
 from jobs.admin.capabilities import TriggerCapabilities
-from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, time_html
+from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, LocalTimes, time_html
 from jobs.core import triggers as core
 from jobs.core.triggers import DEPENDENCY_STATUSES
 from jobs.i18n import error_text
@@ -205,7 +205,7 @@ class TriggerFormSet(BaseInlineFormSet):
                 )
 
 
-class TriggerInline(TriggerCapabilities, admin.StackedInline):
+class TriggerInline(LocalTimes, TriggerCapabilities, admin.StackedInline):
     """Triggers in the job editor. trigger_inline.js shows the fields of the
     chosen kind (and, for calendar presets, of the chosen rule). The upstream
     job of a dependency is an autocomplete (JobAdmin's search), which also

@@ -22,9 +22,10 @@ from jobs import capabilities, services
 from jobs.api.auth import caller, is_user, job_token
 from jobs.api.base import TaktApi, extend_schema
 from jobs.api.preview import SchedulePreviewView
+from jobs.api.starting import check_may_start
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
-from jobs.policies import INTERNAL_TARGETS, ApiTriggerPermission, JobKind
+from jobs.policies import JobKind
 from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts
 from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
 from jobs.strict_input import StrictInput, refuse_any_body
@@ -136,16 +137,7 @@ class JobViewSet(
         permission allows: `off` refuses everyone, `authenticated` admits
         users and this job's tokens, `token` only this job's tokens."""
         job = self._job(pk)
-        if job.target in INTERNAL_TARGETS:
-            # the admin's long operations carry who started them: not from outside
-            raise PermissionDenied(
-                {"target": [f"job #{job.pk} runs only when Takt starts it ({job.target})"]}
-            )
-        self._check_trigger_permission(request, job)
-        if job.kind == JobKind.SCRIPT and not may_write_scripts(request.user):
-            # F-02: a script writer's run, never a token's (whatever the job permits)
-            raise PermissionDenied({"kind": [_(SUPERUSERS_ONLY)]})
-        self._check_capabilities(request, job)
+        check_may_start(request, job)
         body = RunRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if isinstance(body.validated_data.get("params"), dict):
@@ -175,43 +167,6 @@ class JobViewSet(
                 )
             raise JobNotFound(_("no job with id %(id)r") % {"id": pk})
         return job
-
-    @staticmethod
-    def _check_capabilities(request: Request, job: Job) -> None:
-        """A user starts a job only with the capabilities it needs
-        (jobs.capabilities); a job's token acts for its user when it has
-        one, and else for whoever made it (the token admin checked him)."""
-        token = job_token(request)
-        if token is not None and token.job_id == job.pk:
-            if token.user is None:
-                return
-            user = token.user
-        else:
-            user = request.user
-        lacking = capabilities.missing(user, capabilities.needed_to_start(job))
-        if lacking:
-            raise PermissionDenied(capabilities.refusals(lacking))
-
-    @staticmethod
-    def _check_trigger_permission(request: Request, job: Job) -> None:
-        token = job_token(request)
-        if token is not None and token.job_id != job.pk and not is_user(request):
-            raise PermissionDenied(_("this token is for job #%(id)s only") % {"id": token.job_id})
-        own_token = token is not None and token.job_id == job.pk
-        permission = job.api_trigger_permission
-        if permission == ApiTriggerPermission.OFF:
-            refusal = _(
-                "starting this job through the API is off (set it to 'authenticated' or 'token')"
-            )
-        elif permission == ApiTriggerPermission.TOKEN and not own_token:
-            refusal = _("this job starts only with an API token scoped to it")
-        elif permission == ApiTriggerPermission.AUTHENTICATED and not (
-            own_token or is_user(request)
-        ):
-            refusal = _("this job starts only for authenticated callers")
-        else:
-            return
-        raise PermissionDenied({"api_trigger_permission": [refusal]})
 
     @extend_schema(request=PauseSerializer, responses=JobSerializer)
     @action(detail=True, methods=["post"])

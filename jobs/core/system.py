@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jobs.core.cron import TriggerError, gettext_noop
 
-MAINTENANCE_SECTIONS = ("lost", "expire", "cleanup", "checks", "schedules")
+MAINTENANCE_SECTIONS = ("lost", "expire", "cleanup", "decisions", "checks", "schedules")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
+from jobs.input_zone import zone_note
 from jobs.models import ConcurrencyGroup, Job
 from runs.models import RunStatus, WaitingFor
 
@@ -49,6 +50,10 @@ class InputFilter(admin.SimpleListFilter):
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
         return [("", "")]  # always shown
 
+    def note(self) -> str:
+        """Shown after the input."""
+        return ""
+
     def choices(self, changelist: Any) -> Any:
         others = [
             (key, value)
@@ -66,6 +71,7 @@ class InputFilter(admin.SimpleListFilter):
             "parameter": self.parameter_name,
             "value": self.value() or "",
             "placeholder": self.placeholder,
+            "note": self.note(),
             "hidden": flat,
             "clear": changelist.get_query_string(remove=[self.parameter_name]),
         }
@@ -111,11 +117,15 @@ class EnqueuedFilter(admin.SimpleListFilter):
 
 
 class BoundFilter(InputFilter):
-    """Runs enqueued from (or before) a date or an ISO 8601 time, read in
-    the server's zone without an offset."""
+    """Runs enqueued from (or before) a date or an ISO 8601 time; without
+    an offset, read in the request's zone (jobs/input_zone.py: the
+    browser's), which the note after the input names."""
 
     lookup = "enqueued_at__gte"
     placeholder = _("YYYY-MM-DD [HH:MM]")
+
+    def note(self) -> str:
+        return zone_note()
 
     def queryset(self, request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
         moment = parse_moment(self.value() or "", end=self.lookup.endswith("lt"))

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -28,7 +29,9 @@ from django.views.decorators.http import require_POST
 from jobs.admin.display import (
     ADMIN_CSS,
     ADMIN_JS,
+    LocalTimes,
     run_duration_text,
+    time_column,
     time_html,
     times_in_text,
 )
@@ -37,6 +40,7 @@ from jobs.errors import TaktError
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import Job
 from runs.admin.badges import status_badge
+from runs.admin.cancelling import cancel_confirmation, confirmed
 from runs.admin.caused import cause_html, caused_panels, waiting_html, waiting_text
 from runs.admin.filters import (
     JOB_MATCHES,
@@ -49,22 +53,12 @@ from runs.admin.filters import (
     WaitingFilter,
 )
 from runs.admin.live import live_urls
+from runs.admin.reruns import RerunActions
 from runs.cancel import cancel_run
 from runs.models import ACTIVE_STATUSES, AuditRecord, Run, RunStatus, RunTrigger, task_id_for
 
 # The triggers of runs that something else started (F-04, F-33).
 CAUSED_TRIGGERS = (RunTrigger.DEPENDENCY, RunTrigger.PARENT)
-
-
-def time_column(field: str, label: Any, *, compact: bool = False) -> Any:
-    """A column or read-only field showing a run's time in the browser's
-    zone (jobs/admin/display.py); `compact` (lists) drops today's date."""
-
-    @admin.display(description=label)
-    def column(self: Any, obj: Run) -> Any:
-        return time_html(getattr(obj, field), compact=compact)
-
-    return column
 
 
 def flower_task_url(run: Run) -> str:
@@ -79,7 +73,7 @@ def flower_task_url(run: Run) -> str:
 
 @admin.register(Run)
 @refuse_regex_lookups
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(LocalTimes, RerunActions, admin.ModelAdmin):
     list_display = (
         "run", "job_link", "trigger", "status_in_list", "scheduled_in_list", "started_in_list",
         "duration", "attempt", "worker",
@@ -98,7 +92,7 @@ class RunAdmin(admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     paginator = CappedPaginator
     list_per_page = 100
-    actions = ["cancel_selected"]
+    actions = ["cancel_selected", "rerun_selected"]
     change_list_template = "admin/takt_runs/run/change_list.html"
     change_form_template = "admin/takt_runs/run/change_form.html"
     fieldsets = (
@@ -131,7 +125,7 @@ class RunAdmin(admin.ModelAdmin):
                     ("worker", "result_code"),
                     "result",
                     "params",
-                    ("retry_of", "missed_count", "held"),
+                    ("retry_of", "rerun_of", "missed_count", "held"),
                     ("dedupe_key", "cancelled_by"),
                     "source_trigger",
                 )
@@ -142,7 +136,8 @@ class RunAdmin(admin.ModelAdmin):
         "job_link", "status_badge", "trigger", "attempt", "priority", "cause_text", "waiting",
         "message_text", "scheduled",
         "enqueued", "published", "started", "finished", "duration", "worker", "result_code",
-        "result", "params", "retry_of", "missed_count", "held", "dedupe_key", "cancelled_by",
+        "result", "params", "retry_of", "rerun_of", "missed_count", "held", "dedupe_key",
+        "cancelled_by",
         "source_trigger",
     )  # fmt: skip
 
@@ -255,7 +250,18 @@ class RunAdmin(admin.ModelAdmin):
     @admin.action(
         description=_("Cancel the selected queued or running runs"), permissions=["cancel"]
     )
-    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        if not confirmed(request):  # first the confirmation page, as for a delete
+            runs = list(queryset.select_related("job").order_by("pk")[:1000])
+            picked = [(helpers.ACTION_CHECKBOX_NAME, str(run.pk)) for run in runs]
+            return cancel_confirmation(
+                self.admin_site,
+                request,
+                runs,
+                hidden=[("action", "cancel_selected"), *picked],
+                action_url="",
+                back=request.get_full_path(),
+            )
         done, refused = [], []
         for run_id in queryset.values_list("pk", flat=True)[:1000]:
             try:
@@ -273,18 +279,21 @@ class RunAdmin(admin.ModelAdmin):
             self.message_user(request, text % {"count": len(done), "runs": ", ".join(done)})
         for text in refused[:10]:
             self.message_user(request, text, messages.WARNING)
+        return None
 
     def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(require_POST(self.cancel_view))
         return [
             path("<int:run_id>/cancel/", cancel, name="takt_runs_run_cancel"),
             *live_urls(self.admin_site),  # F-93: <id>/live/, the run's live JSON
+            *self.rerun_urls(),  # <id>/rerun/ (runs/admin/reruns.py)
             *super().get_urls(),
         ]
 
     def cancel_view(self, request: HttpRequest, run_id: int) -> HttpResponse:
         """The "Cancel run" button (the run's page, the job editor's "Why
-        didn't it run?"); back to `next` when it is one of this site's pages."""
+        didn't it run?"): its confirmation page, whose "Yes, cancel" cancels
+        the run; back to `next` when it is one of this site's pages."""
         run = get_object_or_404(Run, pk=run_id)
         back = request.POST.get("next", "")
         if not url_has_allowed_host_and_scheme(back, {request.get_host()}):
@@ -292,6 +301,15 @@ class RunAdmin(admin.ModelAdmin):
         if not self.has_cancel_permission(request):
             self.message_user(request, gettext("You may not cancel runs."), messages.ERROR)
             return HttpResponseRedirect(back)
+        if not confirmed(request):  # the button asks first, as Django does before a delete
+            return cancel_confirmation(
+                self.admin_site,
+                request,
+                [run],
+                hidden=[("next", back)],
+                action_url=request.path,
+                back=back,
+            )
         try:
             cancel_run(run.pk, by=request.user.get_username(), now=timezone.now())
         except TaktError as exc:
@@ -311,6 +329,7 @@ class RunAdmin(admin.ModelAdmin):
             and run.status in ACTIVE_STATUSES
             and self.has_cancel_permission(request)
         )
+        extra["can_rerun"] = run is not None and self.can_rerun(request, run)
         extra["caused_panels"] = caused_panels(run) if run is not None else []
         extra["flower_task_url"] = flower_task_url(run) if run is not None else ""
         return super().change_view(request, object_id, form_url, extra_context=extra)
@@ -318,7 +337,7 @@ class RunAdmin(admin.ModelAdmin):
 
 @admin.register(AuditRecord)
 @refuse_regex_lookups
-class AuditRecordAdmin(admin.ModelAdmin):
+class AuditRecordAdmin(LocalTimes, admin.ModelAdmin):
     """The audit trail of retention cleanup (F-52, F-72): read only."""
 
     list_display = ("recorded", "action", "count", "first_id", "last_id", "by")

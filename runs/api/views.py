@@ -1,11 +1,14 @@
 """The run history API (F-41, F-50): list with filters, retrieve with output,
-and cancel (`POST /api/v1/runs/<id>/cancel`, runs.cancel.cancel_run).
+cancel (`POST /api/v1/runs/<id>/cancel`, runs.cancel.cancel_run) and re-run
+(`POST /api/v1/runs/<id>/rerun`, runs.rerun.rerun).
 
 Runs are made by the scheduler, `enqueue_job()` and
 `POST /api/v1/jobs/<id>/run`. A token scoped to a job sees that job's runs
 only (so another installation can follow the run it started), and cancels
 them where it may start the job (its API trigger permission admits tokens).
-Users cancel with the permissions `takt_runs.cancel_run` and `takt_runs.view_run`."""
+Users cancel with the permissions `takt_runs.cancel_run` and `takt_runs.view_run`;
+a re-run needs `takt_runs.view_run` and whatever starting the job through
+the API needs (jobs.api.views.check_may_start)."""
 
 from __future__ import annotations
 
@@ -26,10 +29,14 @@ from rest_framework.response import Response
 
 from jobs.api.auth import is_user, job_token
 from jobs.api.base import CappedCountPagination, TaktApi, extend_schema
+from jobs.api.starting import check_may_start
 from jobs.policies import ApiTriggerPermission
 from jobs.strict_input import refuse_any_body
+from jobs.validation import check_caller_params
 from runs.cancel import RedisUnreachable, RunNotCancellable, RunNotFound, cancel_run
 from runs.models import Run, RunStatus, RunTrigger
+from runs.rerun import RunNotRerunnable
+from runs.rerun import rerun as rerun_run
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -60,6 +67,7 @@ class RunSerializer(serializers.ModelSerializer):
             "duration_s",
             "attempt",
             "retry_of",
+            "rerun_of",
             "cause",
             "worker",
             "result_code",
@@ -152,6 +160,10 @@ CANCEL_REFUSED = inline_serializer(
     "CancelRefused",
     {"status": serializers.ListField(child=serializers.CharField())},
 )
+RERUN_REFUSED = inline_serializer(
+    "RerunRefused",
+    {"status": serializers.ListField(child=serializers.CharField())},
+)
 SERVICE_UNAVAILABLE = inline_serializer("ServiceUnavailable", {"detail": serializers.CharField()})
 
 
@@ -171,8 +183,11 @@ class RunViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
 
     filterset_class = RunFilter
     pagination_class = CappedCountPagination
-    job_token_actions = ("list", "retrieve", "cancel")
-    action_perms: dict[str, list[str]] = {"cancel": ["takt_runs.view_run", "takt_runs.cancel_run"]}
+    job_token_actions = ("list", "retrieve", "cancel", "rerun")
+    action_perms: dict[str, list[str]] = {
+        "cancel": ["takt_runs.view_run", "takt_runs.cancel_run"],
+        "rerun": ["takt_runs.view_run"],  # and what starting its job needs
+    }
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("job").order_by("-enqueued_at", "-id")
@@ -230,6 +245,37 @@ class RunViewSet(TaktApi, viewsets.ReadOnlyModelViewSet):
         except RedisUnreachable as exc:
             raise RedisDown(str(exc)) from None
         return Response(RunSerializer(cancelled, context={"request": request}).data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            201: OpenApiResponse(RunSerializer, description="The new run, linked by rerun_of"),
+            409: OpenApiResponse(
+                RERUN_REFUSED,
+                description="The run is still queued or running, or one of Takt's own"
+                " operations; or the job cannot start now (queue paused, maintenance,"
+                " condition not met)",
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def rerun(self, request: Request, pk: str | None = None) -> Response:
+        """Run an ended run again: a new `manual` run of its job with the
+        run's params, linked to it (`rerun_of`), admitted as a run request
+        is. The caller must be allowed to start the job through the API,
+        and to set the params the run had beyond the job's own now."""
+        run = self.get_object()
+        refuse_any_body(request.data)
+        check_may_start(request, run.job)
+        own = run.job.params or {}
+        check_caller_params(run.job, {k: v for k, v in run.params.items() if own.get(k) != v})
+        try:
+            new = rerun_run(run)
+        except RunNotRerunnable as exc:
+            raise RunEnded({"status": [str(exc)]}) from None
+        return Response(
+            RunSerializer(new, context={"request": request}).data, status=status.HTTP_201_CREATED
+        )
 
 
 def register(router: Any) -> list[Any]:

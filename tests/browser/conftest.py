@@ -49,7 +49,7 @@ except ImportError as exc:  # loud, at collection: never a silent skip
         " the tests drive Debian's chromium)"
     ) from exc
 
-from tests.browser.pages import Shot, log_in
+from tests.browser.pages import BROWSER_TIME_ZONE, Shot, log_in
 from tests.live_fixtures import (  # noqa: F401  (fixtures)
     _stop_what_the_test_started,
     beat,
@@ -76,7 +76,6 @@ INSTALL_HINT = (
     "`make test` installs it (as root or with passwordless sudo), or run:"
     " sudo apt-get install -y chromium"
 )
-BROWSER_TIME_ZONE = "America/New_York"
 VIEWPORT = {"width": 1280, "height": 900}
 TIMEOUT_MS = 10_000  # any one browser step: a click, a page load, an expect
 SCREENSHOT_DIR = ROOT / "docs" / "images" / "admin"

@@ -10,9 +10,11 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
 from playwright.sync_api import Locator, Page, expect
 
+BROWSER_TIME_ZONE = "America/New_York"  # the browser's; the server is in UTC
 JOB_LIST = "/admin/takt_jobs/job/"
 JOB_ADD = "/admin/takt_jobs/job/add/"
 RUN_LIST = "/admin/takt_runs/run/"
@@ -77,16 +79,22 @@ def add_trigger(page: Page) -> Locator:
     return forms.nth(count)
 
 
+def typed(when: datetime, pattern: str = "%Y-%m-%d %H:%M") -> str:
+    """`when` as an operator in New York types it: in the browser's zone,
+    which the admin reads a typed time in (jobs/input_zone.py)."""
+    return when.astimezone(ZoneInfo(BROWSER_TIME_ZONE)).strftime(pattern)
+
+
 def fill_datetime(form: Locator, label: str, when: datetime) -> None:
-    """Type `when` (in the server's zone, as the admin's widget expects)
-    into the split date and time field labelled `label` (e.g. "Run at")."""
+    """Type `when` (in the browser's zone, as the admin reads it) into the
+    split date and time field labelled `label` (e.g. "Run at")."""
     widget = (
         form.locator("div", has=form.page.locator("label", has_text=label))
         .locator("p.datetime")
         .first
     )
-    widget.get_by_role("textbox").nth(0).fill(when.strftime("%Y-%m-%d"))
-    widget.get_by_role("textbox").nth(1).fill(when.strftime("%H:%M:%S"))
+    widget.get_by_role("textbox").nth(0).fill(typed(when, "%Y-%m-%d"))
+    widget.get_by_role("textbox").nth(1).fill(typed(when, "%H:%M:%S"))
 
 
 def save(page: Page) -> None:
@@ -135,7 +143,16 @@ def run_action(page: Page, action: str, *rows: Locator) -> None:
     for row in rows:
         row.get_by_role("checkbox").check()
     page.get_by_label("Action:").select_option(label=action)
-    page.get_by_role("button", name="Go").click()
+    page.locator("div.actions").get_by_role("button", name="Go").click()  # not a filter's Go
+
+
+def confirm_cancel(page: Page, *run_ids: int) -> None:
+    """On the page that asks before runs are cancelled (as Django asks
+    before a delete): it names `run_ids`; press "Yes, cancel"."""
+    expect(page.get_by_role("heading", name="Are you sure?")).to_be_visible()
+    for run_id in run_ids:
+        expect(page.locator("#takt-cancel-runs")).to_contain_text(f"#{run_id}")
+    page.get_by_role("button", name="Yes, cancel").click()
 
 
 def message(page: Page, level: str = "") -> Locator:

@@ -21,7 +21,9 @@ from runs.ending import finish_run
 from runs.models import ACTIVE_STATUSES, Run, RunStatus
 from tests.browser.history import past_run
 from tests.browser.pages import (
+    RUN_LIST,
     Shot,
+    confirm_cancel,
     job_change_url,
     message,
     reload_until,
@@ -95,6 +97,7 @@ def test_a_running_run_is_cancelled_from_its_page_and_the_job_runs_again(
     live = page.locator("#takt-run-live .takt-live")
     expect(live.locator("[data-live=output]")).to_contain_text("execution 1: looping 60 s")
     page.locator("#takt-cancel-run").click()
+    confirm_cancel(page, looping.pk)
 
     expect(message(page)).to_have_text(f"Run #{looping.pk} cancelled.")
     expect(page).to_have_url(re.compile(rf"/admin/takt_runs/run/{looping.pk}/change/$"))
@@ -142,6 +145,7 @@ def test_the_run_that_holds_a_job_is_cancelled_from_why_didnt_it_run(
     expect(why.locator(".takt-check-no")).to_contain_text(["active runs"])
     shot(page, "job-editor-why", element=why)
     why.get_by_role("button", name=f"Cancel run #{run_id}").click()
+    confirm_cancel(page, run_id)
 
     expect(message(page)).to_have_text(f"Run #{run_id} cancelled.")
     expect(page).to_have_url(re.compile(rf"{job_change_url(job.pk)}$"))
@@ -155,9 +159,11 @@ def test_a_run_that_ended_while_its_page_was_open_is_not_cancelled(page: Page) -
     job = Job.objects.create(name="Quick export", target="tests.echo")
     run = past_run(job, started_at=timezone.now() - timedelta(seconds=30), status="running")
     page.goto(run_change_url(run.pk))
+    page.locator("#takt-cancel-run").click()
+    expect(page.get_by_role("heading", name="Are you sure?")).to_be_visible()
     finish_run(run, status=RunStatus.SUCCEEDED, now=timezone.now())  # it ends meanwhile
 
-    page.locator("#takt-cancel-run").click()
+    page.get_by_role("button", name="Yes, cancel").click()
 
     refusal = message(page, "error")
     expect(refusal).to_contain_text(f"Run #{run.pk} already ended succeeded at")
@@ -168,3 +174,34 @@ def test_a_run_that_ended_while_its_page_was_open_is_not_cancelled(page: Page) -
         re.compile(r"ended succeeded at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d E[SD]T;")
     )
     assert "UTC" not in refusal.inner_text(), refusal.inner_text()
+
+
+def test_the_run_lists_cancel_action_asks_first(page: Page, shot: Shot) -> None:
+    job = Job.objects.create(name="Bulk export", target="tests.echo")
+    waiting = past_run(job, started_at=timezone.now() - timedelta(minutes=1), status="queued")
+    done = past_run(job, started_at=timezone.now() - timedelta(minutes=2))
+    action = "Cancel the selected queued or running runs"
+    rows = page.locator("#result_list tbody tr")
+
+    def cancel_selected(*run_ids: int) -> None:
+        for run_id in run_ids:
+            rows.filter(has_text=f"#{run_id}").get_by_role("checkbox").check()
+        page.get_by_label("Action:").select_option(label=action)
+        page.locator("button[name=index]").click()  # Go (the filters have their own)
+
+    page.goto(RUN_LIST)
+    cancel_selected(waiting.pk, done.pk)
+    expect(page.get_by_role("heading", name="Are you sure?")).to_be_visible()
+    expect(page.locator("#takt-cancel-runs")).to_contain_text(f"#{waiting.pk}")
+    expect(page.locator("#takt-cancel-ended")).to_contain_text(f"#{done.pk}")  # nothing to do
+    times_localized(page)
+    shot(page, "run-cancel-confirmation", element=page.locator("#content"))
+    page.get_by_role("link", name="No, go back").click()
+
+    expect(page.get_by_role("checkbox").first).to_be_visible()  # the run list again
+    assert Run.objects.get(pk=waiting.pk).status == RunStatus.QUEUED
+    cancel_selected(waiting.pk)
+    confirm_cancel(page, waiting.pk)
+
+    expect(message(page).first).to_have_text(f"Cancelled 1 run(s): #{waiting.pk}.")
+    assert Run.objects.get(pk=waiting.pk).status == RunStatus.CANCELLED

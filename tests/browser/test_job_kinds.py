@@ -107,7 +107,7 @@ def test_an_operator_picks_a_system_function_from_the_suggestions(page: Page) ->
     press_save(page)
 
     expect(field_errors(page.locator("form"), "params")).to_have_text(
-        "only: a list of sections of lost, expire, cleanup, checks, schedules, got ['vacuum']"
+        "only: a list of sections of lost, expire, cleanup, decisions, checks, schedules, got ['vacuum']"
     )
     assert not Job.objects.filter(name="Nightly checks").exists()
 

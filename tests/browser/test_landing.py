@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 from heartbeats.models import Heartbeat
 from heartbeats.services import check_overdue
 from jobs.models import Job, Trigger
+from runs.queue import pause_queue, resume_queue
 from tests.browser.history import past_run, report_beat, report_worker
 from tests.browser.pages import (
     JOB_LIST,
@@ -151,11 +152,31 @@ def test_the_job_list_and_operations_page_show_the_same_day(
     # Each heartbeat that reported (Cleanup's run has not ended yet), the
     # beat's and the worker's own among them.
     assert {row[0]: row[-1] for row in rows} == {
-        "Backup": "Overdue",
-        "Invoices": "Last run failed",
-        "Ledger": "OK",
-        "nightly-backup": "No run has reported yet",
-        "beat@host-a": "OK",
-        "worker:celery@host-a": "OK",
+        "Backup": "late",  # the same words as the job list's (issue 29, A.5)
+        "Invoices": "down",
+        "Ledger": "up",
+        "nightly-backup": "new",
+        "beat@host-a": "up",
+        "worker:celery@host-a": "up",
     }
     shot(page, "operations")
+
+
+def test_the_next_runs_say_when_the_queue_is_paused(page: Page) -> None:
+    job = Job.objects.create(name="Nightly", target="tests.echo")
+    Trigger.objects.create(job=job, kind="cron", cron_expression="0 3 * * *")
+    next_runs = page.locator("#takt-landing-next")
+    page.goto("/admin/")
+    expect(next_runs.get_by_role("link", name="Nightly")).to_be_visible()
+    expect(next_runs.locator("#takt-next-paused")).to_have_count(0)
+
+    pause_queue(note="migration", by="ops", now=timezone.now())
+    page.reload()
+
+    expect(next_runs.locator("#takt-next-paused")).to_have_text(
+        "The queue is paused: none of these runs starts until it is resumed."
+    )
+    expect(next_runs.get_by_role("link", name="Nightly")).to_be_visible()
+    resume_queue(now=timezone.now())
+    page.reload()
+    expect(next_runs.locator("#takt-next-paused")).to_have_count(0)

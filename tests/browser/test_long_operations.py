@@ -30,6 +30,7 @@ from tests.browser.pages import (
     run_action,
     run_change_url,
     shown_value,
+    typed,
 )
 from tests.live_fixtures import wait_until
 
@@ -103,8 +104,8 @@ def test_a_backfill_from_the_job_list_shows_its_progress_to_100_percent(
 
     run_action(page, "Backfill a past range…", job_row(page, "Hourly import"))
     expect(page.get_by_role("heading", name="Backfill a past range")).to_be_visible()
-    page.get_by_label("From:", exact=True).fill(f"{start:%Y-%m-%d %H:%M}")
-    page.get_by_label("To:", exact=True).fill(f"{end:%Y-%m-%d %H:%M}")
+    page.get_by_label("From:", exact=True).fill(typed(start))
+    page.get_by_label("To:", exact=True).fill(typed(end))
     busy_worker(seconds=4)  # long enough for the run page to load while it waits
     page.get_by_role("button", name="Backfill").click()
 

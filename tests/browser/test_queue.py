@@ -18,7 +18,15 @@ from playwright.sync_api import Page, expect
 from heartbeats.processes import report_process
 from jobs.models import QueueState
 from tests.browser.conftest import BROWSER_TIME_ZONE
-from tests.browser.pages import QUEUE, Shot, cell_texts, message, reload_until, times_localized
+from tests.browser.pages import (
+    QUEUE,
+    Shot,
+    cell_texts,
+    message,
+    reload_until,
+    times_localized,
+    typed,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -51,17 +59,23 @@ def test_the_queue_is_paused_with_a_note_and_an_end_then_resumed(
 
     yesterday = datetime.now(UTC) - timedelta(days=1)
     pause.get_by_label("Note").fill("Deploying the new database")
-    pause.get_by_label("Resume by itself at").fill(f"{yesterday:%Y-%m-%d %H:%M}")
+    pause.get_by_label("Resume by itself at").fill(typed(yesterday))
     page.locator("#takt-pause").click()
 
-    expect(pause.locator(".errorlist")).to_have_text("must be in the future")
+    # In the zone it was typed in, which the field names.
+    expect(pause.locator(".errorlist")).to_have_text(
+        f"{typed(yesterday, '%Y-%m-%d %H:%M %Z')} is in the past"
+    )
+    expect(pause.locator(".takt-input-zone")).to_have_text(
+        "America/New_York, your browser's time zone"
+    )
     expect(state).to_have_text("running")
     assert not queue_state().paused
 
     # 22 hours ahead, not 24: a day to the minute rounds to "in 1 d" when the
     # page shows it within half a second of the minute it was typed in.
     until = (datetime.now(UTC) + timedelta(hours=22)).replace(second=0, microsecond=0)
-    pause.get_by_label("Resume by itself at").fill(f"{until:%Y-%m-%d %H:%M}")
+    pause.get_by_label("Resume by itself at").fill(typed(until))
     page.locator("#takt-pause").click()
 
     expect(message(page)).to_have_text("Queue paused.")

@@ -133,6 +133,8 @@ def times_everywhere() -> dict[str, str]:
         "the operations page": OPERATIONS,
         "the landing page": "/admin/",
         "the queue page": QUEUE,
+        "the heartbeat list": "/admin/takt_heartbeats/heartbeat/",
+        "the alert list": "/admin/takt_heartbeats/alert/",
     }
 
 
@@ -148,7 +150,7 @@ def expected_text(iso: str, precision: str, compact: bool) -> str:
 PAGES_WITH_TIMES = [
     "job list", "run list", "a run's page", "a run of today", "the job editor",
     "the operations page",
-    "the landing page", "the queue page",
+    "the landing page", "the queue page", "the heartbeat list", "the alert list",
 ]  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from tests.browser.pages import (
     job_row,
     new_triggers,
     save,
+    typed,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -72,8 +73,9 @@ def test_interval_and_calendar_triggers_are_saved_from_the_add_job_page(
 def test_a_once_time_in_the_past_is_refused_at_its_field_until_fixed(
     page: Page, shot: Shot
 ) -> None:
-    # The date and time widgets take the server's zone (UTC here). The
-    # seconds are not 0, so the messages show them ("12:34:30 UTC").
+    # The date and time widgets take the browser's zone (New York; the
+    # server is in UTC). The seconds are not 0, so the messages show them
+    # ("07:34:30 EST").
     yesterday = datetime.now(UTC).replace(second=30, microsecond=0) - timedelta(days=1)
     page.goto(JOB_ADD)
     fill_job(page, name="One-off")
@@ -85,7 +87,7 @@ def test_a_once_time_in_the_past_is_refused_at_its_field_until_fixed(
 
     form = new_triggers(page).first
     expect(field_errors(form, "run_at")).to_have_text(
-        f"{yesterday:%Y-%m-%d %H:%M:%S} UTC is in the past"
+        f"{typed(yesterday, '%Y-%m-%d %H:%M:%S %Z')} is in the past"
     )
     expect(page.get_by_role("heading", name="Add job")).to_be_visible()
     expect(form.get_by_label("Kind")).to_have_value("once")
@@ -98,7 +100,9 @@ def test_a_once_time_in_the_past_is_refused_at_its_field_until_fixed(
     save(page)
 
     expect_saved(page, "One-off")
-    expect(job_row(page, "One-off")).to_contain_text(f"once at {tomorrow:%Y-%m-%d %H:%M:%S} UTC")
+    expect(job_row(page, "One-off")).to_contain_text(
+        f"once at {typed(tomorrow, '%Y-%m-%d %H:%M:%S %Z')}"  # in New York, as typed
+    )
     trigger_row = Job.objects.get(name="One-off").triggers.get()
     assert trigger_row.run_at == tomorrow and trigger_row.next_run_at == tomorrow
 

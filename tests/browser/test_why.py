@@ -1,6 +1,6 @@
 """ "Why didn't it run?" in the job editor (F-66): the right verdict for
 each state that holds a job back, made through the services and the
-process heartbeats, with the check that fails marked ❌ and its times in
+process heartbeats, with the check that fails marked by a drawn cross (not an emoji) and its times in
 the browser's zone; the stuck run it names is cancelled from the panel."""
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from playwright.sync_api import Page, expect
 from jobs.models import Job, Trigger
 from jobs.services import pause_job, set_jobs_enabled
 from runs import queue
+from runs.ending import finish_run
 from runs.models import Run, RunStatus
 from tests.browser.conftest import BROWSER_TIME_ZONE
 from tests.browser.history import WORKER, past_run, report_beat, report_worker
-from tests.browser.pages import Shot, job_change_url, message, times_localized
+from tests.browser.pages import Shot, confirm_cancel, job_change_url, message, times_localized
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -160,7 +161,9 @@ def test_the_verdict_names_what_holds_the_job_back(page: Page, state: str) -> No
     times_localized(page)
     expect(why.locator(".takt-verdict")).to_have_text(verdict)
     expect(why.locator(".takt-check-no td:nth-child(2)").first).to_have_text(failing)
-    expect(why.locator(".takt-check-no td:first-child").first).to_have_text("❌")
+    failed = why.locator(".takt-check-no td:first-child").first
+    expect(failed.get_by_role("img", name="Check failed")).to_be_visible()  # drawn, not an emoji
+    expect(failed).to_have_text("Check failed")  # its <title>, for readers without the picture
     expect(why.get_by_role("button", name=re.compile("^Cancel run"))).to_have_count(0)
 
 
@@ -207,8 +210,33 @@ def test_a_stuck_run_is_named_and_cancelled_from_the_panel(page: Page) -> None:
         f" skipped; running since {in_new_york(since)})"
     )
     why.get_by_role("button", name=f"Cancel run #{stuck.pk}").click()
+    confirm_cancel(page, stuck.pk)
 
     expect(message(page)).to_have_text(f"Run #{stuck.pk} cancelled.")
     expect(why.locator(".takt-verdict")).to_contain_text("nothing holds it back")
     stuck = Run.objects.get(pk=stuck.pk)
     assert (stuck.status, stuck.cancelled_by) == (RunStatus.CANCELLED, "admin")
+
+
+def test_the_panel_refreshes_when_the_latest_run_ends(page: Page) -> None:
+    """Issue 29, A.5: "Why didn't it run?" is drawn again on the Latest run
+    panel's signal (its run changed status), without reloading the page."""
+    job = healthy()
+    run = past_run(job, started_at=timezone.now() - timedelta(seconds=30), status="running")
+
+    page.goto(job_change_url(job.pk))
+    why = page.locator("#takt-why")
+    times_localized(page)
+    expect(why.locator(".takt-verdict")).to_contain_text(
+        f"held back by: active runs (run #{run.pk}"
+    )
+    page.evaluate("window.taktSamePage = true")  # gone if the page were loaded again
+    finish_run(run, status=RunStatus.SUCCEEDED, now=timezone.now())
+
+    latest = page.locator("#takt-latest-run .takt-live")
+    expect(latest).to_have_attribute("data-status", "succeeded")  # the Latest run panel saw it
+    expect(why).to_have_attribute("data-refreshed", "1")  # and the why panel came with it
+    expect(why.locator(".takt-verdict")).to_contain_text("nothing holds it back: it runs next at")
+    expect(why.get_by_role("button", name=re.compile("^Cancel run"))).to_have_count(0)
+    times_localized(page)  # the new panel's times in the browser's zone too
+    assert page.evaluate("window.taktSamePage") is True

@@ -5,7 +5,7 @@ number of queries however many rows there are."""
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
@@ -199,8 +199,37 @@ def test_the_queue_page_refuses_a_pause_end_in_the_past(admin_client, redis_clie
     past = (timezone.now() - timedelta(hours=1)).astimezone(timezone.get_current_timezone())
     response = admin_client.post(url, {"action": "pause", "until": past.strftime("%Y-%m-%d %H:%M")})
     assert response.status_code == 200
-    assert "must be in the future" in response.content.decode()
+    typed = past.replace(second=0).strftime("%Y-%m-%d %H:%M %Z")
+    assert f"{typed} is in the past" in response.content.decode()
     assert not QueueState.objects.filter(pk=1, paused=True).exists()
+
+
+def test_a_time_typed_in_is_read_in_the_zone_the_browser_names(admin_client, redis_client):
+    """F-121: the cookie takt/admin.js sets names the browser's zone; the
+    input says it, and 03:10 typed in New York is 08:10 UTC (EST)."""
+    url = reverse("admin:takt_jobs_queuestate_changelist")
+    admin_client.cookies["takt_time_zone"] = "America/New_York"
+    page = admin_client.get(url).content.decode()
+    assert "America/New_York, your browser&#x27;s time zone" in page
+    assert 'data-admin-utc-offset="-18000"' in page or 'data-admin-utc-offset="-14400"' in page
+    next_year = timezone.now().year + 1
+    admin_client.post(url, {"action": "pause", "until": f"{next_year}-01-15 03:10"})
+    state = QueueState.objects.get(pk=1)
+    assert state.paused_until == datetime(next_year, 1, 15, 8, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("cookie", ["", "Mars/Olympus_Mons", "../../etc/passwd", "x" * 100])
+def test_without_a_zone_it_knows_the_server_reads_in_its_own_and_says_so(
+    admin_client, redis_client, cookie
+):
+    url = reverse("admin:takt_jobs_queuestate_changelist")
+    admin_client.cookies["takt_time_zone"] = cookie
+    page = admin_client.get(url).content.decode()
+    server = timezone.get_default_timezone_name()
+    assert f"{server}, the server&#x27;s time zone (your browser did not tell its own)" in page
+    admin_client.post(url, {"action": "pause", "until": "2031-01-15 03:10"})
+    wanted = datetime(2031, 1, 15, 3, 10, tzinfo=timezone.get_default_timezone())
+    assert QueueState.objects.get(pk=1).paused_until == wanted
 
 
 def test_the_queue_page_switches_maintenance_mode(admin_client, redis_client):
@@ -255,7 +284,10 @@ def test_the_why_panel_names_a_stuck_run(admin_client, redis_client):
     cancel = reverse("admin:takt_runs_run_cancel", args=[run.pk])
     assert f'action="{cancel}"' in page
     back = reverse("admin:takt_jobs_job_change", args=[job.pk])
-    response = admin_client.post(cancel, {"next": back})
+    asked = admin_client.post(cancel, {"next": back})  # first the confirmation page
+    assert asked.status_code == 200 and "Yes, cancel" in asked.content.decode()
+    assert Run.objects.get(pk=run.pk).status == "running"
+    response = admin_client.post(cancel, {"next": back, "post": "yes"})
     assert response.status_code == 302 and response.url == back
     run.refresh_from_db()
     assert (run.status, run.cancelled_by) == ("cancelled", "admin")
@@ -289,7 +321,7 @@ def test_the_landing_page_sums_up_heartbeats_alerts_the_queue_and_next_runs(
     hourly(job, created_at=now)
     Heartbeat.objects.create(name="nightly report", job=job, state="down", last_status="failed",
                              last_run_at=now)  # fmt: skip
-    Heartbeat.objects.create(name="backup", state="up", last_run_at=now)
+    Heartbeat.objects.create(name="backup", state="up", last_status="succeeded", last_run_at=now)
     raise_alert("k", severity="critical", title="Run 'nightly report' failed", message="", now=now)
     report_process("beat@a", now=now, detail="scheduler=on")
     with django_assert_max_num_queries(16):
@@ -316,14 +348,14 @@ def test_a_queued_runs_page_cancels_it_and_a_finished_one_refuses(admin_client, 
     url = reverse("admin:takt_runs_run_change", args=[queued.pk])
     assert 'id="takt-cancel-run"' in admin_client.get(url).content.decode()
     page = admin_client.post(
-        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), follow=True
+        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), {"post": "yes"}, follow=True
     ).content.decode()
     assert f"Run #{queued.pk} cancelled." in page
     queued.refresh_from_db()
     assert queued.status == "cancelled" and queued.cancelled_by == "admin"
     assert 'id="takt-cancel-run"' not in admin_client.get(url).content.decode()
     page = admin_client.post(
-        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), follow=True
+        reverse("admin:takt_runs_run_cancel", args=[queued.pk]), {"post": "yes"}, follow=True
     ).content.decode()
     assert "only a queued or running run can be cancelled" in page
 
@@ -332,9 +364,15 @@ def test_the_run_list_cancels_the_selected_runs(admin_client, redis_client):
     job = make_job("bulk")
     a = add_run(job, RunStatus.QUEUED, started_at=None, finished_at=None)
     b = add_run(job, RunStatus.SUCCEEDED, at=T0 + timedelta(minutes=1))
-    page = admin_client.post(
+    asked = admin_client.post(
         reverse("admin:takt_runs_run_changelist"),
         {"action": "cancel_selected", "_selected_action": [a.pk, b.pk]},
+    ).content.decode()  # first the confirmation page, naming the runs
+    assert "Yes, cancel" in asked and f"#{a.pk}" in asked and f"#{b.pk}" in asked
+    assert Run.objects.get(pk=a.pk).status == "queued"
+    page = admin_client.post(
+        reverse("admin:takt_runs_run_changelist"),
+        {"action": "cancel_selected", "_selected_action": [a.pk, b.pk], "post": "yes"},
         follow=True,
     ).content.decode()
     assert f"Cancelled 1 run(s): #{a.pk}." in page
@@ -352,5 +390,5 @@ def test_cancelling_needs_the_permission(client, redis_client):
     run = add_run(make_job("guarded"), RunStatus.QUEUED, started_at=None, finished_at=None)
     page = client.get(reverse("admin:takt_runs_run_change", args=[run.pk])).content.decode()
     assert 'id="takt-cancel-run"' not in page
-    client.post(reverse("admin:takt_runs_run_cancel", args=[run.pk]))
+    client.post(reverse("admin:takt_runs_run_cancel", args=[run.pk]), {"post": "yes"})
     assert Run.objects.get(pk=run.pk).status == "queued"

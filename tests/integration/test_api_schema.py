@@ -54,6 +54,10 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema", application)
 
 
 @schema.parametrize()
+# One test for every operation of the schema (about 60 s on an idle 2-core
+# machine, more under load, and more with each new operation): its own
+# bound, not the suite's per-test minute.
+@pytest.mark.timeout(300)
 @settings(
     max_examples=5,
     derandomize=True,

@@ -65,13 +65,14 @@ def test_the_operations_page_speaks_german_to_a_german_browser(admin_client):
         "Die angekreuzten Alarme als gesehen markieren",
     ):
         assert text in html, text
+    # The heartbeat states, the same words as on every page (issue 29, A.5).
     assert [state_of(html, n) for n in ("fresh", "stale", "broken", "never")] == [
-        "OK",
-        "Überfällig",
-        "Letzter Lauf fehlgeschlagen",
-        "Noch kein Lauf hat sich gemeldet",
+        "in Ordnung",
+        "ausgefallen",
+        "ausgefallen",
+        "neu",
     ]
-    assert "takt-ops-overdue" in html  # the CSS class keeps the English code
+    assert "takt-state-down" in html  # the CSS class keeps the English code
     assert "Recurring runs" not in html and "Overdue" not in html
 
 
@@ -81,7 +82,7 @@ def test_without_a_language_header_the_operations_page_stays_english(admin_clien
     html = admin_client.get(reverse("admin:takt_heartbeats_operations")).content.decode()
 
     assert "Recurring runs" in html and "<th>Severity</th>" in html
-    assert state_of(html, "stale") == "Overdue"
+    assert state_of(html, "stale") == "down"
     assert "Wiederkehrende Läufe" not in html
 
 
@@ -112,7 +113,8 @@ def test_the_admin_index_summary_and_the_heartbeat_admin_speak_german(admin_clie
         assert text in index, text
     assert 'takt-state-down">ausgefallen</span>' in index
     assert ">Läufe</a>" in index and "<th>Läufe</th>" in index  # the noun, not "runs" the verb
-    assert "Betriebszustand" in listing and "Überfällig" in listing
+    # One state column, in the same words as the landing page's.
+    assert "Betriebszustand" not in listing and 'takt-state-down">ausgefallen</span>' in listing
     assert "Betriebsseite" in listing
     assert "Karenz (Sekunden)" in editor
     broken = Heartbeat.objects.get(name="broken")

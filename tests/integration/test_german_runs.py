@@ -147,17 +147,17 @@ def test_cancelling_says_so_in_german(admin_client, redis_client):
     done = add_run(job, RunStatus.SUCCEEDED, at=T0 + timedelta(minutes=1))
     cancel = reverse("admin:takt_runs_run_cancel", args=[queued.pk])
 
-    html = admin_client.post(cancel, follow=True, **GERMAN).content.decode()
+    html = admin_client.post(cancel, {"post": "yes"}, follow=True, **GERMAN).content.decode()
     assert f"Lauf #{queued.pk} abgebrochen." in html
 
-    html = admin_client.post(cancel, follow=True, **GERMAN).content.decode()
+    html = admin_client.post(cancel, {"post": "yes"}, follow=True, **GERMAN).content.decode()
     assert f"Lauf #{queued.pk} ist bereits beendet (abgebrochen) am " in html
     assert "nur ein eingereihter oder laufender Lauf kann abgebrochen werden" in html
 
     again = add_run(job, RunStatus.QUEUED, at=T0 + timedelta(minutes=2), started_at=None)
     html = admin_client.post(
         reverse("admin:takt_runs_run_changelist"),
-        {"action": "cancel_selected", "_selected_action": [again.pk, done.pk]},
+        {"action": "cancel_selected", "_selected_action": [again.pk, done.pk], "post": "yes"},
         follow=True,
         **GERMAN,
     ).content.decode()

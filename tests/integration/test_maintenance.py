@@ -322,9 +322,9 @@ def test_a_failing_section_is_reported_and_the_others_go_on(redis_client):
         report = run_maintenance(now=NOW)
 
     assert [s.name for s in report.sections] == [
-        "lost", "expire", "cleanup", "checks", "schedules"
+        "lost", "expire", "cleanup", "decisions", "checks", "schedules"
     ]  # fmt: skip
-    assert [bool(s.error) for s in report.sections] == [True, False, True, False, False]
+    assert [bool(s.error) for s in report.sections] == [True, False, True, False, False, False]
     assert Run.objects.get(pk=lost.pk).status == RunStatus.RUNNING  # Redis unseen: not lost
     assert Run.objects.get(pk=stale.pk).status == RunStatus.FAILED
     assert Run.objects.filter(pk=old.pk).exists()
@@ -423,6 +423,7 @@ def test_the_command_prints_a_line_per_section(redis_client):
         "Recover lost runs: marked 0 runs lost",
         "Expire runs: marked 0 runs failed (queued or running for more than 7 days)",
         "Cleanup 'runs': deleted 1 finished run older than 14 days in 1 batch (1 audit row)",
+        "Cleanup 'decisions': deleted 0 decisions older than 30 days",
         "Checks: all checks passed",
         STALLED,
     ]
@@ -506,6 +507,7 @@ def test_the_maintenance_job_logs_its_report(redis_client):
         "Recover lost runs: marked 0 runs lost",
         "Expire runs: marked 0 runs failed (queued or running for more than 7 days)",
         "Cleanup 'runs': deleted 1 finished run older than 14 days in 1 batch (1 audit row)",
+        "Cleanup 'decisions': deleted 0 decisions older than 30 days",
         "Checks: all checks passed",
         STALLED,
     ]

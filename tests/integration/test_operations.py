@@ -111,7 +111,7 @@ def test_a_run_of_the_operations_job_without_an_operation_fails_saying_how_to_st
     run = executed(enqueue_job(operations_job(), trigger=RunTrigger.MANUAL))
     assert run.status == RunStatus.FAILED
     assert run.message.startswith(
-        "params.operation: must be one of backfill, bulk_run, import_jobs, got None"
+        "params.operation: must be one of backfill, bulk_run, rerun_failed, import_jobs, got None"
     )
 
 
@@ -121,7 +121,7 @@ def test_a_run_of_the_operations_job_without_an_operation_fails_saying_how_to_st
 @pytest.mark.parametrize(
     ("kind", "params", "field", "message"),
     [
-        ("rebuild", {}, "kind", "must be one of backfill, bulk_run, import_jobs"),
+        ("rebuild", {}, "kind", "must be one of backfill, bulk_run, rerun_failed, import_jobs"),
         ("bulk_run", {"jobs": []}, "jobs", "choose at least one job"),
         ("bulk_run", {"jobs": ["1"]}, "jobs", "must be job ids (whole numbers), got '1'"),
         ("bulk_run", {"jobs": [99999]}, "jobs", "no job with id 99999"),

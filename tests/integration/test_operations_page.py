@@ -32,8 +32,8 @@ def test_the_operations_page_shows_each_heartbeat_state_and_marks_alerts_seen(ad
     alert = raise_alert("k", severity="warning", title="Run 'broken' failed", message="x", now=now)
 
     page = admin_client.get(reverse("admin:takt_heartbeats_operations")).content.decode()
-    for name, state in (("fresh", "OK"), ("stale", "Overdue"), ("broken", "Last run failed"),
-                        ("never", "No run has reported yet")):  # fmt: skip
+    for name, state in (("fresh", "up"), ("stale", "down"), ("broken", "down"),
+                        ("never", "new")):  # fmt: skip
         row = page[page.index(f">{name}</a>") :].split("</tr>")[0]
         assert f">{state}</span></td>" in row, (name, row)
     assert "Run &#x27;broken&#x27; failed" in page or "Run 'broken' failed" in page
@@ -54,3 +54,21 @@ def test_outside_heartbeats_can_be_added_in_the_admin(admin_client):
     )  # fmt: skip
     assert response.status_code == 302, response.content[:2000]
     assert Heartbeat.objects.get(name="nightly-backup").job_id is None
+
+
+def test_every_page_says_a_heartbeats_state_in_the_same_words(admin_client):
+    """Issue 29, A.5: one vocabulary, worked out at the page's moment; the
+    stored state (the last overdue check's, stale here) is not what is shown."""
+    now = timezone.now()
+    Heartbeat.objects.create(name="stale", deadline_s=60, last_run_at=now - timedelta(hours=2),
+                             last_status="succeeded", state="up")  # fmt: skip
+    badge = '<span class="takt-badge takt-state-down">down</span>'
+
+    landing = admin_client.get(reverse("admin:index")).content.decode()
+    listing = admin_client.get(reverse("admin:takt_heartbeats_heartbeat_changelist")).content
+    operations = admin_client.get(reverse("admin:takt_heartbeats_operations")).content.decode()
+
+    states = landing[landing.index('id="takt-landing-states"') :].split("</table>")[0]
+    assert f'{badge}</td><td><span class="takt-count">1<' in states
+    assert badge in listing.decode() and badge in operations
+    assert "Overdue" not in operations and "Last run failed" not in operations

@@ -38,7 +38,7 @@ STANDARD = ("changelist", "add", "history", "delete", "change", "autocomplete")
 # Custom admin pages: URL name -> (method, arguments, the permissions that
 # open it; any one of a tuple's entries suffices, "a+b" needs both). A POST
 # refused with a redirect (Run now, Cancel) must have done nothing.
-REDIRECTED = {"takt_jobs_job_run_now", "takt_runs_run_cancel"}
+REDIRECTED = {"takt_jobs_job_run_now", "takt_runs_run_cancel", "takt_runs_run_rerun"}
 CUSTOM: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "takt_jobs_job_run_now": ("post", "job", ("takt_jobs.change_job",)),
     "takt_jobs_job_check_script": ("post", "", ("takt_jobs.write_scripts",)),
@@ -49,6 +49,7 @@ CUSTOM: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "takt_jobs_job_forecast_data": ("get", "", ("takt_jobs.view_job",)),
     "takt_runs_run_live": ("get", "run", ("takt_runs.view_run",)),
     "takt_runs_run_cancel": ("post", "run", ("takt_runs.cancel_run",)),
+    "takt_runs_run_rerun": ("post", "run", ("takt_jobs.change_job+takt_runs.view_run",)),
     "takt_heartbeats_operations": (
         "get",
         "",

@@ -47,7 +47,7 @@ def test_accepted(target, params):
             "takt.maintenance",
             {"only": []},
             "params",
-            "only: a list of sections of lost, expire, cleanup, checks, schedules",
+            "only: a list of sections of lost, expire, cleanup, decisions, checks, schedules",
         ),
         ("takt.maintenance", {"only": ["vacuum"]}, "params", "only: a list of sections"),
         ("takt.maintenance", {"only": "cleanup"}, "params", "only: a list of sections"),

@@ -113,8 +113,6 @@ def test_states_severities_and_labels_in_german():
             "angehalten",
             "läuft",
         ]
-        assert labels.operations_word(OVERDUE_LABEL) == "Überfällig"
-        assert labels.operations_word(NO_REPORT_LABEL) == "Noch kein Lauf hat sich gemeldet"
         assert labels.severity_word(AlertSeverity.CRITICAL) == "kritisch"
         assert 'class="takt-badge takt-state-down">ausgefallen<' in takt_heartbeat_state("down")
         assert str(Heartbeat._meta.verbose_name_plural) == "Heartbeats"

@@ -100,11 +100,19 @@
     });
   }
 
+  // The server reads a date-time typed in the admin in the zone this cookie
+  // names (jobs/input_zone.py); each input says which zone it is.
+  const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const zoneCookie = "takt_time_zone=" + browserZone;
+  if (/^[\w+\-\/]+$/.test(browserZone || "") && document.cookie.split("; ").indexOf(zoneCookie) < 0) {
+    document.cookie = zoneCookie + "; path=/; max-age=31536000; SameSite=Lax";
+  }
+
   window.Takt = Object.assign(window.Takt || {}, {
     formatTime: formatTime,
     localize: localize,
     i18n: i18n,
-    browserZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+    browserZone: browserZone,
   });
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -2,7 +2,9 @@
 // run's live JSON (runs/admin/live.py) about once a second while the run is
 // queued or running, and shows its status badge, progress bar, percentage
 // and note, times, duration and output; the output follows new lines
-// unless the reader scrolled up. Stops when the run ends and fires a
+// unless the reader scrolled up. Fires "takt:run-status" (detail: the JSON)
+// on the panel when the run's status changes (takt/why_live.js refreshes
+// "Why didn't it run?" on it); stops when the run ends and fires a
 // "takt:run-ended" event (detail: the JSON) on the panel. Times come as
 // <time class="takt-time"> from the server; takt/admin.js localizes them.
 "use strict";
@@ -57,7 +59,10 @@
     // An ended run's page shows its whole output; the JSON has only its tail.
     if (data.active || !data.output_truncated) showOutput(part(panel, "output"), data.output);
     panel.dataset.active = data.active ? "1" : "0";
-    panel.dataset.status = data.status;
+    panel.dataset.status = data.status; // set once it has polled
+    const changed = panel.dataset.shownStatus !== data.status; // the page came with one
+    panel.dataset.shownStatus = data.status;
+    if (changed) panel.dispatchEvent(new CustomEvent("takt:run-status", { detail: data, bubbles: true }));
   }
 
   function poll(panel) {

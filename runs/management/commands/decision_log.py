@@ -6,8 +6,10 @@ the run and the trigger, and the detail. The detail is the one recorded,
 with what the database says now added for an operator: the name of every
 job it mentions as `job #N`, and the job of the run holding a slot that a
 run waits for (the engine records the group with its limit, or
-TAKT_MAX_CONCURRENCY, itself). The log itself lives in Redis;
-when the database cannot be read the lines go out without the additions.
+TAKT_MAX_CONCURRENCY, itself). The log lives in the database, moved
+there from Redis by the beat and by this command before it reads
+(runs/decisions.py); when the database cannot be read the lines are the
+entries Redis still holds, without the additions.
 """
 
 from __future__ import annotations
