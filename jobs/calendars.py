@@ -22,6 +22,8 @@ from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from jobs.audit import audited
+
 
 def parse_extra_dates(text: str) -> dict[date, str]:
     """One ISO date (YYYY-MM-DD) per line, optionally followed by a name;
@@ -159,6 +161,8 @@ class HolidayCalendar(models.Model):
         ),
     )
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    history = audited(excluded=["updated_at"])
 
     class Meta:
         verbose_name = _("holiday calendar")

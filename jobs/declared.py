@@ -47,7 +47,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 
-from jobs import registry
+from jobs import audit, registry
 from jobs.definitions import OPERATOR_FIELDS, DefinitionPlan, save_definition
 from jobs.documents import load_document
 from jobs.exchange import (
@@ -211,9 +211,12 @@ def sync_declared_jobs(*, now: datetime, dry_run: bool = False) -> SyncReport:
     Raises ImproperlyConfigured naming the key and field of a bad
     declaration; then nothing stored has changed."""
     found = declarations()
+    # Recorded as the sync (F-120), saying who started it (a command) if known.
+    outer = audit.current().by
+    by = f"{SYNC_BY} ({outer})" if outer else SYNC_BY
     for attempt in (1, 2):
         try:
-            with transaction.atomic():
+            with transaction.atomic(), audit.recording(audit.Source.SYNC, by=by):
                 return _sync(found, now=now, dry_run=dry_run)
         except IntegrityError:
             # Another beat created the same key at the same moment: its sync

@@ -32,7 +32,6 @@ from jobs.command_fields import CommandFields
 from jobs.core import triggers as core
 from jobs.models import HolidayCalendar, Job, Trigger
 from jobs.policies import TriggerKind
-from jobs.scripts import record_script_change, stored_script
 from jobs.specs import SCHEDULE_FIELDS, stage_exclude_calendars
 
 # Fields a definition carries, derived from the models so a new field
@@ -239,18 +238,16 @@ def _defaults() -> dict[str, Any]:
 def save_definition(plan: DefinitionPlan, *, by: str, now: datetime) -> Job:
     """Write a validated plan in one transaction. A pause that the plan
     turns on records `by` and `now` (F-104); one it lifts clears the
-    pause's end and failure streak, as the admin does. A changed script
-    is recorded in the audit table with `by` and its diff (jobs.scripts).
+    pause's end and failure streak, as the admin does. The change is on the
+    audit trail (jobs.audit) of whichever entry point called.
     Who may write script jobs is the caller's check (jobs.scripts)."""
     job = plan.job
     with transaction.atomic():
-        before = stored_script(job.pk)
         if plan.pause_changed and job.paused:
             job.paused_by, job.paused_at = by[:150], now
         elif plan.pause_changed:
             job.paused_until, job.consecutive_failures = None, 0
         job.save()  # also sets its triggers' `active`
-        record_script_change(job, before, by=by)  # the audit of a script's edit (F-02)
         if plan.triggers is not None:
             for doomed in plan.delete:
                 doomed.delete()

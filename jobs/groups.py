@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 
+from jobs.audit import audited
 from jobs.unique_names import UniqueNameWhateverCase
 
 MAX_GROUP_LIMIT = 1000
@@ -38,6 +39,8 @@ class ConcurrencyGroup(UniqueNameWhateverCase, models.Model):
         help_text=_("How many runs of the group's jobs may run at once (1: one after the other)."),
     )
     description = models.TextField(_("description"), blank=True)
+
+    history = audited()
 
     class Meta:
         verbose_name = _("concurrency group")

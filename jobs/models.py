@@ -14,6 +14,7 @@ from django.utils import timezone as dj_timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
+from jobs.audit import audited
 from jobs.calendars import HolidayCalendar
 from jobs.capabilities import PERMISSIONS
 from jobs.command_fields import CommandFields
@@ -334,6 +335,8 @@ class Job(CommandFields, models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
+    history = audited(excluded=["runs_done", "consecutive_failures", "updated_at"])
+
     class Meta:
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
@@ -540,6 +543,17 @@ class Trigger(models.Model):
     missed_count = models.PositiveIntegerField(_("missed count"), default=0, editable=False)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    history = audited(
+        excluded=[
+            "next_run_at",
+            "last_fired_at",
+            "missed_count",
+            "active",
+            "has_exclusions",
+            "updated_at",
+        ]
+    )
 
     class Meta:
         verbose_name = _("trigger")

@@ -8,6 +8,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext
 
+from jobs.audit import audited
+
 
 class QueueState(models.Model):
     """The cluster-wide queue switch (F-28): one row (pk 1), made on first
@@ -26,6 +28,8 @@ class QueueState(models.Model):
     # F-29: only jobs allowed during maintenance start; see runs.queue.
     maintenance = models.BooleanField(default=False)
     maintenance_note = models.TextField(blank=True)
+
+    history = audited()
 
     class Meta:
         verbose_name = _("queue")

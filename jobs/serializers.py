@@ -14,6 +14,7 @@ installation: a concurrency group and a result variable by name, a job
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -25,7 +26,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
-from jobs import capabilities
+from jobs import audit, capabilities
 from jobs.core.triggers import ANCHOR_ALIASES, DEPENDENCY_STATUSES
 from jobs.definitions import (
     JOB_FIELDS,
@@ -69,6 +70,30 @@ class ModelRulesSerializer(StrictInput, serializers.ModelSerializer):
         for rule in ("min_value", "max_value", "max_length", "validators"):
             kwargs.pop(rule, None)
         return field_class, kwargs
+
+
+class AuditNote(serializers.Serializer):
+    """Mixed in first by the serializers of audited objects (F-120): an
+    optional `note`, kept with the change in the object's history
+    (jobs.audit), never stored on the object."""
+
+    note = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=audit.NOTE_MAX_LENGTH,
+        help_text="Why: kept with this change in the object's history (not on the object).",
+    )
+    _audit_note = ""
+
+    def to_internal_value(self, data: Any) -> Any:
+        values = super().to_internal_value(data)
+        self._audit_note = values.pop("note", "").strip()
+        return values
+
+    def save(self, **kwargs: Any) -> Any:
+        with audit.noting(self._audit_note) if self._audit_note else nullcontext():
+            return super().save(**kwargs)
 
 
 # A relation named by its name: the refusals, by what it names.
@@ -238,7 +263,7 @@ JOB_STATE = (
 )
 
 
-class JobSerializer(ModelRulesSerializer):
+class JobSerializer(AuditNote, ModelRulesSerializer):
     """A job with its triggers. Writing `triggers` replaces the job's list
     (entries with an `id` update that trigger); writing `interval_minutes`
     sets the schedule to one interval trigger (null: no schedule)."""
@@ -299,6 +324,7 @@ class JobSerializer(ModelRulesSerializer):
             INTERVAL_ALIAS,
             "next_run_at",
             *JOB_STATE,
+            "note",
         )
         read_only_fields = JOB_STATE
         extra_kwargs = {

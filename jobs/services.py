@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.translation import gettext
 
-from jobs import registry
+from jobs import audit, registry
 from jobs.core import triggers as core
 from jobs.errors import InvalidInput
 from jobs.models import HolidayCalendar, Job, Trigger, sync_trigger_activity
@@ -131,6 +131,7 @@ def set_jobs_enabled(job_ids: list[int], enabled: bool, *, note: str = "") -> in
             changes["pause_note"] = note
         n = Job.objects.filter(pk__in=job_ids).update(**changes)
         sync_trigger_activity(job_ids)
+        audit.record_updated(Job, job_ids, note=note)
     log.info(
         "jobs %s %s%s", job_ids, "enabled" if enabled else "disabled", f": {note}" if note else ""
     )
@@ -163,12 +164,14 @@ def pause_job(
             paused=True, pause_note=note, paused_by=by[:150], paused_at=now, paused_until=until
         )
         sync_trigger_activity([job_id])
+        if n:
+            audit.record_updated(Job, [job_id], by=by, note=note)
     if n:
         log.info("job %s paused by %s: %s", job_id, by, note, extra={"job_id": job_id})
     return bool(n)
 
 
-def resume_job(job_id: int) -> bool:
+def resume_job(job_id: int, *, by: str = "") -> bool:
     """Lift a job's pause. Its triggers keep their next_run_at: fire times
     that passed meanwhile are caught up as its missed-run policy says."""
     with transaction.atomic():
@@ -176,6 +179,8 @@ def resume_job(job_id: int) -> bool:
             paused=False, paused_until=None, consecutive_failures=0
         )
         sync_trigger_activity([job_id])
+        if n:
+            audit.record_updated(Job, [job_id], by=by)
     if n:
         log.info("job %s resumed", job_id, extra={"job_id": job_id})
     return bool(n)
@@ -184,4 +189,4 @@ def resume_job(job_id: int) -> bool:
 def resume_due_jobs(*, now: datetime) -> int:
     """Resume the jobs whose pause ran out (paused_until <= now)."""
     ids = list(Job.objects.filter(paused=True, paused_until__lte=now).values_list("pk", flat=True))
-    return sum(resume_job(pk) for pk in ids)
+    return sum(resume_job(pk, by="beat (the pause ended)") for pk in ids)

@@ -25,6 +25,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from jobs.audit import audited
+
 PREFIX = "takt_"
 
 
@@ -62,6 +64,8 @@ class ApiToken(models.Model):
     )
     last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True, editable=False)
     revoked = models.BooleanField(_("revoked"), default=False)
+
+    history = audited(excluded=["token_hash", "last_used_at"])
 
     class Meta:
         ordering = ["-created_at", "-id"]

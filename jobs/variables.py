@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 
+from jobs.audit import audited
 from jobs.unique_names import UniqueNameWhateverCase
 
 # A variable's value until a run sets it, and while the run that writes it runs.
@@ -53,6 +54,8 @@ class ResultVariable(UniqueNameWhateverCase, models.Model):
         help_text=_("Who set it by hand, if nobody's run."),
     )
     description = models.TextField(_("description"), blank=True)
+
+    history = audited()
 
     class Meta:
         verbose_name = _("result variable")

@@ -9,8 +9,6 @@ class RunsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from runs import script_audit
         from runs.receivers import connect_all
 
         connect_all()
-        script_audit.connect()

@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from jobs import capabilities
+from jobs import audit, capabilities
 from jobs.errors import InvalidInput, QueuePaused, TaktError
 from jobs.exchange import InvalidDefinition
 from jobs.importing import action_counts, import_text, plan_lines, problem_texts, summary_line
@@ -211,15 +211,17 @@ def import_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     source = params.get("source") or "pasted text"
     job.log(f"importing jobs from {source}")
     try:
-        items = import_text(
-            params["text"],
-            params["format"],
-            now=timezone.now(),
-            by=by,
-            on_progress=job.progress,
-            # What its starter may do, as he is now (jobs.capabilities).
-            granted=capabilities.granted_to(user),
-        )
+        # Started in the admin: its changes are recorded as from there (F-120).
+        with audit.recording(audit.Source.ADMIN, by=by, user=user):
+            items = import_text(
+                params["text"],
+                params["format"],
+                now=timezone.now(),
+                by=by,
+                on_progress=job.progress,
+                # What its starter may do, as he is now (jobs.capabilities).
+                granted=capabilities.granted_to(user),
+            )
     except InvalidDefinition as exc:
         problems = problem_texts(exc)
         for text in problems:

@@ -20,8 +20,10 @@ import os
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
+from jobs import audit
 from jobs.models import QueueState
 from runs import lock_files
 from runs.decisions import Decision, record
@@ -79,9 +81,11 @@ def pause_queue(
 ) -> bool:
     """Pause the queue, until `until` if given (the beat resumes it then).
     Returns False if it was paused already (its note and end stay)."""
-    n = QueueState.objects.filter(pk=queue_state().pk, paused=False).update(
-        paused=True, pause_note=note, paused_by=by[:150], paused_at=now, paused_until=until
-    )
+    with transaction.atomic():
+        n = QueueState.objects.filter(pk=queue_state().pk, paused=False).update(
+            paused=True, pause_note=note, paused_by=by[:150], paused_at=now, paused_until=until
+        )
+        _record_switch(n, by=by, note=note)
     mirror(paused=True)
     if n:
         log.info("queue paused by %s: %s", by or "?", note)
@@ -90,9 +94,11 @@ def pause_queue(
 
 def resume_queue(*, now: datetime) -> bool:
     """Resume the queue; returns False if it was not paused."""
-    n = QueueState.objects.filter(pk=queue_state().pk, paused=True).update(
-        paused=False, resumed_at=now, paused_until=None
-    )
+    with transaction.atomic():
+        n = QueueState.objects.filter(pk=queue_state().pk, paused=True).update(
+            paused=False, resumed_at=now, paused_until=None
+        )
+        _record_switch(n)
     mirror(paused=False)
     if n:
         log.info("queue resumed")
@@ -102,13 +108,25 @@ def resume_queue(*, now: datetime) -> bool:
 def resume_queue_if_due(*, now: datetime) -> bool:
     """Resume a queue paused until a time that has come (the beat calls
     this); compare-and-set, so two beats resume it once."""
-    n = QueueState.objects.filter(pk=1, paused=True, paused_until__lte=now).update(
-        paused=False, resumed_at=now, paused_until=None
-    )
+    with transaction.atomic():
+        n = QueueState.objects.filter(pk=1, paused=True, paused_until__lte=now).update(
+            paused=False, resumed_at=now, paused_until=None
+        )
+        _record_switch(n, by="beat (the pause ended)")
     if n:
         mirror(paused=False)
         log.info("queue resumed: its pause ended")
     return bool(n)
+
+
+def _record_switch(changed: int, *, by: str = "", note: str = "") -> None:
+    """The audit row of a switch just flipped by compare-and-set (an
+    update() sends no signal; jobs.audit), in the flip's transaction;
+    `by` names who when the entry point did not (a job's run, the beat),
+    and the pause's or maintenance's note is the row's unless the entry
+    point gave one."""
+    if changed:
+        audit.record_updated(QueueState, [1], by=by, note=note)
 
 
 def is_paused() -> bool:
@@ -141,7 +159,9 @@ def lock_file_present() -> bool:
 def set_maintenance(on: bool, *, note: str = "", now: datetime) -> bool:
     """Switch maintenance mode; returns False when it already was so."""
     changes = {"maintenance": on, "maintenance_note": note if on else ""}
-    n = QueueState.objects.filter(pk=queue_state().pk, maintenance=not on).update(**changes)
+    with transaction.atomic():
+        n = QueueState.objects.filter(pk=queue_state().pk, maintenance=not on).update(**changes)
+        _record_switch(n, note=note)
     mirror(maintenance=on or lock_file_present())
     if n:
         log.info("maintenance mode %s%s", "on" if on else "off", f": {note}" if note else "")

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from jobs import audit
 from jobs.models import Job, ResultVariable
 from jobs.variables import PENDING
 from runs.core.start import Condition, condition_message, condition_met, condition_text
@@ -103,11 +104,15 @@ def write_result(run: Run, code: int, *, now: datetime) -> None:
 def set_variable(variable: ResultVariable, value: int, *, by: str, now: datetime) -> None:
     """An operator sets a variable by hand (the admin, the API)."""
     old = ResultVariable.objects.filter(pk=variable.pk).values_list("value", flat=True).first()
-    ResultVariable.objects.filter(pk=variable.pk).update(
-        value=value, changed_at=now, changed_by_run=None, changed_by=by[:200]
-    )
-    variable.value, variable.changed_at, variable.changed_by_run = value, now, None
-    variable.changed_by = by[:200]
+    with transaction.atomic():
+        ResultVariable.objects.filter(pk=variable.pk).update(
+            value=value, changed_at=now, changed_by_run=None, changed_by=by[:200]
+        )
+        variable.value, variable.changed_at, variable.changed_by_run = value, now, None
+        variable.changed_by = by[:200]
+        # On the audit trail (F-120): an update() sends no signal. A run's
+        # own writes of its result code are not: they are the runs'.
+        audit.record_now(variable)
     record(
         [
             Decision(

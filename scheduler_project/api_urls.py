@@ -16,6 +16,7 @@ from jobs.api.schema import TaktSchemaView, TaktSwaggerView
 APPS_WITH_ROUTES = (
     "jobs.api.views",
     "jobs.api.coordination",
+    "jobs.api.history",
     "runs.api.views",
     "runs.api.decisions",
     "heartbeats.api.views",

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "django_ace",  # the script editor's ACE files, served locally (no CDN)
+    "simple_history",  # the audit trail (F-120, jobs/audit.py)
     "axes",  # login throttling (below)
     "jobs.apps.JobsConfig",
     "runs.apps.RunsConfig",

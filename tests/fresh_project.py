@@ -28,6 +28,7 @@ TAKT_APPS = (
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_ace",
+    "simple_history",
     "jobs.apps.JobsConfig",
     "runs.apps.RunsConfig",
     "heartbeats.apps.HeartbeatsConfig",

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from jobs import services
 from jobs.admin.display import LocalTimes
+from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.calendars import upcoming_days
 from jobs.models import HolidayCalendar
@@ -32,9 +33,11 @@ _next_days_heading = lazy(_next_days_text, str)
 
 @admin.register(HolidayCalendar)
 @refuse_regex_lookups
-class HolidayCalendarAdmin(LocalTimes, admin.ModelAdmin):
+class HolidayCalendarAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """Named days that triggers skip (F-105). Changing or deleting a
     calendar recomputes the next run of the triggers that use it."""
+
+    change_form_template = "admin/takt/audited_change_form.html"
 
     list_display = ("name", "country", "subdivision", "description", "updated_at")
     search_fields = ("name", "description", "country")

@@ -25,6 +25,7 @@ from redis import RedisError
 
 from jobs.admin.coordination import group_html, jobs_in_group_url
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, EMPTY, LocalTimes, time_html
+from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.js_catalog import JS_CATALOG
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
@@ -110,10 +111,12 @@ class ConcurrencyGroupForm(forms.ModelForm):
 
 @admin.register(ConcurrencyGroup)
 @refuse_regex_lookups
-class ConcurrencyGroupAdmin(LocalTimes, admin.ModelAdmin):
+class ConcurrencyGroupAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """F-31: jobs in one group run at most `limit` at a time. The list says
     what runs in each group now and what waits; above it, the exclusive
     slot's holder."""
+
+    change_form_template = "admin/takt/audited_change_form.html"
 
     form = ConcurrencyGroupForm
     empty_value_display = EMPTY
@@ -205,8 +208,10 @@ class ResultVariableForm(forms.ModelForm):
 
 @admin.register(ResultVariable)
 @refuse_regex_lookups
-class ResultVariableAdmin(LocalTimes, admin.ModelAdmin):
+class ResultVariableAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """F-32: the value each variable holds, and who set it."""
+
+    change_form_template = "admin/takt/audited_change_form.html"
 
     form = ResultVariableForm
     empty_value_display = EMPTY

@@ -39,6 +39,7 @@ from jobs.admin.display import (
     time_html,
     times_in_text,
 )
+from jobs.admin.history import AuditedAdmin
 from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
 from jobs.admin.job_list import JobChangeList, with_page_relations
 from jobs.admin.lookups import refuse_regex_lookups
@@ -99,6 +100,7 @@ class BackfillForm(forms.Form):
 @admin.register(Job)
 @refuse_regex_lookups
 class JobAdmin(
+    AuditedAdmin,
     LocalTimes,
     CapabilityAdmin,
     ScriptAdmin,

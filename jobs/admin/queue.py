@@ -21,6 +21,7 @@ from redis import RedisError
 
 from heartbeats.queue_status import queue_status  # the admin is glue over all three apps
 from jobs.admin.display import ADMIN_CSS, ADMIN_JS, LocalTimes
+from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.input_zone import ZonedDateTimeInput, typed_text
 from jobs.js_catalog import JS_CATALOG
@@ -62,7 +63,7 @@ class MaintenanceForm(forms.Form):
 
 @admin.register(QueueState)
 @refuse_regex_lookups
-class QueueStateAdmin(LocalTimes, admin.ModelAdmin):
+class QueueStateAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
     """ "Queue" in the admin index opens the queue page instead of a list."""
 
     class Media:

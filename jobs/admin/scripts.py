@@ -10,8 +10,8 @@ and "Run now" buttons, and who may touch them.
 * Only users with `write_scripts` (jobs.scripts.may_write_scripts) see "script" among the
   kinds, change or delete a script job, or run one (Run now, the action);
   others see a script job read-only.
-* Every save and delete of a script is recorded in the audit table with
-  its diff (jobs.scripts.record_script_change).
+* Every save and delete of a script is on the job's audit trail (F-120,
+  jobs.audit), its History showing the script's diff.
 """
 
 from __future__ import annotations
@@ -39,8 +39,6 @@ from jobs.policies import JobKind
 from jobs.scripts import (
     SUPERUSERS_ONLY,
     may_write_scripts,
-    record_script_change,
-    stored_script,
     touches_scripts,
 )
 
@@ -166,24 +164,16 @@ class ScriptAdmin:
 
     def save_model(self, request: HttpRequest, obj: Job, form: Any, change: bool) -> None:
         """Refuse a script job to anyone but a superuser (the kind's choices
-        already leave it out), and record the script's change."""
+        already leave it out)."""
         stored = Job.objects.filter(pk=obj.pk).values_list("kind", flat=True).first()
         if touches_scripts(stored, obj.kind) and not may_write_scripts(request.user):
             raise PermissionDenied(_(SUPERUSERS_ONLY))
-        before = stored_script(obj.pk)
         super().save_model(request, obj, form, change)  # type: ignore[misc]
-        record_script_change(obj, before, by=_by(request))
-
-    def delete_model(self, request: HttpRequest, obj: Job) -> None:
-        record_script_change(obj, stored_script(obj.pk), by=_by(request), deleted=True)
-        super().delete_model(request, obj)  # type: ignore[misc]
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         scripts = list(queryset.filter(kind=JobKind.SCRIPT))
         if scripts and not may_write_scripts(request.user):
             raise PermissionDenied(_(SUPERUSERS_ONLY))
-        for job in scripts:
-            record_script_change(job, job.script, by=_by(request), deleted=True)
         super().delete_queryset(request, queryset)  # type: ignore[misc]
 
     def scripts_refused(self, request: HttpRequest, jobs: QuerySet[Job] | list[Job]) -> bool:
@@ -230,7 +220,3 @@ def _where(source: str) -> dict[str, int]:
     except ValueError:
         pass
     return {}
-
-
-def _by(request: HttpRequest) -> str:
-    return f"{request.user.get_username()} (admin)"

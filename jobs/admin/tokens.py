@@ -16,12 +16,15 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from jobs import audit
 from jobs.admin.display import LocalTimes
+from jobs.admin.history import AuditedAdmin
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.models import Job
 from jobs.tokens import PREFIX, ApiToken
@@ -29,7 +32,8 @@ from jobs.tokens import PREFIX, ApiToken
 
 @admin.register(ApiToken)
 @refuse_regex_lookups
-class ApiTokenAdmin(LocalTimes, admin.ModelAdmin):
+class ApiTokenAdmin(AuditedAdmin, LocalTimes, admin.ModelAdmin):
+    change_form_template = "admin/takt/audited_change_form.html"
     list_display = (
         "name",
         "shown_id",
@@ -112,7 +116,10 @@ class ApiTokenAdmin(LocalTimes, admin.ModelAdmin):
 
     @admin.action(description=gettext_lazy("Revoke the selected tokens"), permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        n = queryset.update(revoked=True)
+        with transaction.atomic():
+            ids = list(queryset.values_list("pk", flat=True))
+            n = queryset.update(revoked=True)
+            audit.record_updated(ApiToken, ids)
         self.message_user(
             request,
             ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", n) % {"count": n},

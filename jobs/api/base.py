@@ -20,8 +20,10 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
-from jobs.api.auth import ApiTokenAuthentication, ModelPermissions
+from jobs import audit
+from jobs.api.auth import ApiTokenAuthentication, ModelPermissions, caller, is_user
 from jobs.api.errors import body_too_large, exception_handler
+from jobs.tokens import ApiToken
 
 PAGE_SIZE = 100
 
@@ -147,11 +149,20 @@ class TaktApi:
     def get_exception_handler(self) -> Any:
         return exception_handler
 
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # Every audited write is recorded as from the API (F-120); who is
+        # known once `initial` has authenticated the request.
+        with audit.recording(audit.Source.API):
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+
     def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
         refusal = body_refusal(request.META)
         if refusal:
             raise ValidationError({"detail": refusal})
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        context = audit.current()
+        context.by = audit_caller(request)
+        context.user = request.user if is_user(request) else None
 
     def perform_create(self, serializer: Any) -> None:
         super().perform_create(serializer)  # type: ignore[misc]
@@ -160,6 +171,15 @@ class TaktApi:
     def perform_update(self, serializer: Any) -> None:
         super().perform_update(serializer)  # type: ignore[misc]
         serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)  # type: ignore[attr-defined]
+
+
+def audit_caller(request: Any) -> str:
+    """Who writes, as the audit trail records it: ``<user> (API)`` from the
+    admin's session, ``<user> (API token <name>)`` or ``token <name> (API)``."""
+    token = request.auth
+    if is_user(request) and isinstance(token, ApiToken):
+        return f"{request.user.get_username()} (API token {token.name})"
+    return caller(request)
 
 
 def body_refusal(meta: Any) -> str | None:

@@ -43,7 +43,7 @@ from rest_framework.exceptions import APIException
 from jobs.api.auth import caller
 from jobs.api.base import TaktApi, extend_schema
 from jobs.models import ConcurrencyGroup, Job, ResultVariable
-from jobs.serializers import ModelRulesSerializer
+from jobs.serializers import AuditNote, ModelRulesSerializer
 from runs.slots import group_key, slot_holders  # the API is glue over all apps
 from runs.variables import set_variable
 
@@ -119,7 +119,7 @@ class RunIds(serializers.SerializerMethodField):
     """Run ids read from Redis; null when Redis cannot be reached."""
 
 
-class GroupSerializer(ModelCleanSerializer):
+class GroupSerializer(AuditNote, ModelCleanSerializer):
     """A concurrency group (F-31): its jobs run at most `limit` at a time;
     jobs name it by its name."""
 
@@ -142,6 +142,7 @@ class GroupSerializer(ModelCleanSerializer):
             "job_count",
             "holders",
             "reserved",
+            "note",
         )
 
     def _slots(self, group: ConcurrencyGroup) -> list[tuple[int | None, bool]] | None:
@@ -237,7 +238,7 @@ def _delete_unless_used(instance: Model, users: QuerySet[Job], message: str) -> 
 VALUE_RANGE = (-(2**31), 2**31 - 1)
 
 
-class VariableSerializer(ModelCleanSerializer):
+class VariableSerializer(AuditNote, ModelCleanSerializer):
     """A result variable (F-32): the result code its writers' runs leave in
     it, and what its readers' conditions wait for; jobs name it by its name."""
 
@@ -267,6 +268,7 @@ class VariableSerializer(ModelCleanSerializer):
             "changed_by",
             "writers",
             "readers",
+            "note",
         )
         read_only_fields = ("changed_at", "changed_by_run", "changed_by")
         extra_kwargs = {

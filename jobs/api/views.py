@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Min, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -27,7 +26,7 @@ from jobs.api.starting import check_may_start
 from jobs.errors import JobNotFound
 from jobs.models import Job, QueueState
 from jobs.policies import JobKind
-from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts, record_script_change
+from jobs.scripts import SUPERUSERS_ONLY, may_write_scripts
 from jobs.serializers import JOB_RELATIONS, JobSerializer, RunRequestSerializer
 from jobs.strict_input import StrictInput, refuse_any_body
 from jobs.validation import check_caller_params
@@ -110,9 +109,7 @@ class JobViewSet(
         lacking = capabilities.missing(self.request.user, capabilities.needed_by_job(instance))
         if lacking:
             raise PermissionDenied(capabilities.refusals(lacking))
-        with transaction.atomic():  # the script's audit row with the deletion (F-02)
-            record_script_change(instance, instance.script, by=caller(self.request), deleted=True)
-            instance.delete()
+        instance.delete()
 
     @extend_schema(
         request=RunRequestSerializer,

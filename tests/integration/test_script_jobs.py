@@ -21,10 +21,12 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 from django.urls import reverse
 
+from jobs.audit import history_of
+from jobs.history import entries_for
 from jobs.models import Job
 from runs.context import JobContext, JobFailed
 from runs.execution import execute
-from runs.models import AuditRecord, Run, RunStatus, RunTrigger
+from runs.models import Run, RunStatus, RunTrigger
 from runs.operation_kinds import import_jobs as import_operation
 from runs.operations import operations_job
 from runs.services import create_run
@@ -50,6 +52,11 @@ def script_job(script: str = REPORT, **fields) -> Job:
     job.full_clean()
     job.save()
     return job
+
+
+def script_history() -> list:
+    """The audit trail's rows of script jobs (F-120), in writing order."""
+    return list(history_of(Job).objects.filter(kind="script").order_by("history_id"))
 
 
 def stored_script_job(script: str = REPORT, **fields) -> Job:
@@ -90,7 +97,7 @@ def test_scripts_off_the_api_refuses_even_a_superuser_and_stores_nothing():
 
     assert response.status_code == 400
     assert "TAKT_SCRIPTS_ENABLED=true" in response.json()["kind"][0]
-    assert not Job.objects.filter(kind="script").exists() and not AuditRecord.objects.exists()
+    assert not Job.objects.filter(kind="script").exists() and not script_history()
 
 
 def test_scripts_off_a_stored_script_jobs_run_fails_and_runs_nothing(redis_client, tmp_path):
@@ -286,10 +293,8 @@ def test_admin_a_non_superuser_cannot_add_change_run_or_check_a_script_job(redis
         ).status_code
         == 403
     )
-    assert (
-        Job.objects.filter(pk=job.pk).exists()
-        and not AuditRecord.objects.filter(action="delete script").exists()
-    )
+    assert Job.objects.filter(pk=job.pk).exists()
+    assert [r.history_type for r in script_history()] == ["+"]
 
 
 @ON
@@ -306,24 +311,22 @@ def test_admin_a_superuser_adds_changes_and_deletes_a_script_job_each_audited(re
     assert root.post(change, job_form(job, script=edited)).status_code == 302
     root.post(reverse("admin:takt_jobs_job_delete", args=[job.pk]), {"post": "yes"})
 
-    created, changed, deleted = AuditRecord.objects.order_by("pk")
-    assert [r.action for r in (created, changed, deleted)] == [
-        "create script",
-        "change script",
-        "delete script",
-    ]
-    assert {r.by for r in (created, changed, deleted)} == {"root (admin)"}
-    assert (changed.first_id, changed.count) == (job.pk, 1)
-    assert changed.detail.splitlines() == [
-        f"job #{job.pk} 'weekly report'",
-        f"--- job #{job.pk} weekly report (before)",
-        f"+++ job #{job.pk} weekly report (after)",
+    created, changed, deleted = script_history()
+    assert [r.history_type for r in (created, changed, deleted)] == ["+", "~", "-"]
+    assert {(r.audit_source, r.audit_by) for r in (created, changed, deleted)} == {
+        ("admin", "root")
+    }
+    assert (created.script, changed.script, deleted.script) == (REPORT, edited, edited)
+    (entry,) = [e for e in entries_for(Job, job.pk) if e.action == "change"]
+    (script,) = [c for c in entry.changes if c.field == "script"]
+    assert script.diff.splitlines() == [
+        f"--- job #{job.pk} (before)",
+        f"+++ job #{job.pk} (after)",
         "@@ -1,2 +1,2 @@",
         " job.log(f\"report for {job.params['week']} ({job.trigger})\")",
         '-job.log("sent")',
         '+job.log("mailed")',
     ]
-    assert '-job.log("mailed")' in deleted.detail
 
 
 @ON
@@ -386,7 +389,11 @@ def test_api_a_non_superuser_is_refused_creating_changing_running_deleting_a_scr
     assert operator.send("delete", f"/api/v1/jobs/{job.pk}").status_code == 403
     job.refresh_from_db()
     assert job.script == REPORT and not Run.objects.exists()
-    assert not AuditRecord.objects.exists()
+    # Switching it off is allowed; the script neither changed nor was deleted.
+    assert [(r.history_type, r.script) for r in script_history()] == [
+        ("+", REPORT),
+        ("~", REPORT),
+    ]
 
 
 @ON
@@ -409,13 +416,14 @@ def test_api_a_superuser_creates_edits_runs_and_deletes_a_script_job_each_audite
     assert root.send("post", f"/api/v1/jobs/{pk}/run", {}).status_code == 201
     assert root.send("delete", f"/api/v1/jobs/{pk}").status_code == 204
 
-    records = list(AuditRecord.objects.order_by("pk"))
-    assert [(r.action, r.by) for r in records] == [
-        ("create script", "root (API)"),
-        ("change script", "root (API)"),
-        ("delete script", "root (API)"),
+    records = script_history()
+    assert [(r.history_type, r.audit_source, r.audit_by) for r in records] == [
+        ("+", "api", "root (API)"),
+        ("~", "api", "root (API)"),
+        ("-", "api", "root (API)"),
     ]
-    assert '-job.log("sent")\n+job.log(2)' in records[1].detail
+    (script,) = [c for c in entries_for(Job, pk)[1].changes if c.field == "script"]
+    assert '-job.log("sent")\n+job.log(2)' in script.diff
 
 
 @ON
@@ -484,9 +492,10 @@ def test_the_import_operation_checks_who_started_it_now():
     by_root = operation("root")
     import_operation(by_root, params)
     job = Job.objects.get(key="reports.weekly")
-    (record,) = AuditRecord.objects.all()
-    assert (record.action, record.by, record.first_id) == (
-        "create script",
+    (record,) = script_history()
+    assert (record.history_type, record.audit_source, record.audit_by, record.id) == (
+        "+",
+        "admin",
         f"root (import, run #{by_root.run_id})",
         job.pk,
     )
@@ -519,8 +528,12 @@ def test_manage_py_import_jobs_takes_scripts_as_the_shell_has_access(monkeypatch
 
     job = Job.objects.get(key="reports.weekly")
     assert (job.kind, job.script) == ("script", REPORT)
-    (record,) = AuditRecord.objects.all()
-    assert (record.action, record.by) == ("create script", "deploy (import_jobs)")
+    (record,) = script_history()
+    assert (record.history_type, record.audit_source, record.audit_by) == (
+        "+",
+        "command",
+        "manage.py import_jobs (deploy)",
+    )
 
 
 def test_the_built_in_operations_job_cannot_be_started_through_the_api():

@@ -7,14 +7,15 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from jobs.audit import AuditedCommand
 from jobs.models import Job
 from jobs.tokens import ApiToken
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = (
         "Make an API token for a user (acts with the user's permissions) and/or scoped to a"
         " job (may only start that job and read its runs); prints it once."

@@ -12,9 +12,10 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from jobs.audit import AuditedCommand
 from jobs.celery_beat import BeatImport, BeatImportRefused, import_celery_beat
 from jobs.celery_beat_source import CeleryBeatUnavailable, source_alias, source_label
 from jobs.core.celery_beat import Translation
@@ -26,7 +27,7 @@ from jobs.importing import plan_lines, summary_line
 EXIT_SOME_FAILED = 3
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = (
         "Import django-celery-beat's PeriodicTasks as Takt jobs (keyed by the task's name:"
         " a second run updates them). All or nothing: a task that cannot be imported refuses"

@@ -9,16 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from jobs import capabilities
+from jobs.audit import AuditedCommand
 from jobs.exchange import FORMATS, InvalidDefinition, format_of
 from jobs.importing import import_text, plan_lines, summary_line
 from runs.progress import TerminalProgress
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = (
         "Import jobs from a YAML or JSON file (as export_jobs writes it; - reads standard"
         " input). Jobs are matched by key, else by id and name; --dry-run shows the changes."

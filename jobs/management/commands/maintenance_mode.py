@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.utils import timezone
 
+from jobs.audit import AuditedCommand
 from runs.connectivity import require_redis
 from runs.queue import lock_file_present, set_maintenance
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = (
         "Switch maintenance mode: while on, only jobs marked 'allowed during maintenance'"
         " start; every other start is refused and recorded."

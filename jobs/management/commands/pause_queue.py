@@ -6,15 +6,16 @@ import getpass
 from datetime import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from jobs.audit import AuditedCommand
 from runs.connectivity import require_redis
 from runs.queue import pause_queue
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = "Pause the queue: no run is enqueued or started until resume_queue; running runs go on."
 
     def add_arguments(self, parser: CommandParser) -> None:

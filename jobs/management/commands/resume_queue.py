@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from jobs.audit import AuditedCommand
 from runs.connectivity import require_redis
 from runs.queue import resume_queue
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = "Resume the queue: each due trigger is caught up once, held runs are sent again."
 
     def handle(self, *args: Any, **options: Any) -> None:

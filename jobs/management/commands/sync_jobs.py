@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from jobs.audit import AuditedCommand
 from jobs.declared import sync_declared_jobs
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = (
         "Create, update and disable code-managed jobs so that the database matches the jobs"
         " declared in code. --dry-run shows what would change."
