@@ -68,25 +68,33 @@ def refusal(user: Any, target: Job) -> str | None:
     return capabilities.one_line(lacking) if lacking else None
 
 
+def permitted_jobs(job: Any, ids: list[int]) -> tuple[list[Job], list[str]]:
+    """The jobs of `ids` (in that order) whose runs the operation's starter
+    may start now, and a failure line for each other one (gone, or
+    `refusal`)."""
+    found = Job.objects.in_bulk(ids)
+    _name, user = starter(job)
+    targets: list[Job] = []
+    failures: list[str] = []
+    for pk in ids:
+        target = found.get(pk)
+        refused = "no longer exists" if target is None else refusal(user, target)
+        if refused or target is None:
+            failures.append(f"{target or f'job #{pk}'}: {refused}")
+        else:
+            targets.append(target)
+    return targets, failures
+
+
 def backfill_jobs(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A backfill (runs.backfill) of each job over [start, end]. Progress:
     fire times handled of all the jobs' fire times in the range; a job
     whose runs its starter may not start is left out (`refusal`)."""
     start, end = moment(params["start"], "start"), moment(params["end"], "end")
     ids: list[int] = params["jobs"]
-    found = Job.objects.in_bulk(ids)
-    failures: list[str] = []
+    targets, failures = permitted_jobs(job, ids)
     planned: list[tuple[Job, list[Any]]] = []
-    _name, user = starter(job)
-    for pk in ids:
-        target = found.get(pk)
-        if target is None:
-            failures.append(f"job #{pk}: no longer exists")
-            continue
-        refused = refusal(user, target)
-        if refused:
-            failures.append(f"{target}: {refused}")
-            continue
+    for target in targets:
         try:
             planned.append((target, backfill_fire_times(target, start=start, end=end)))
         except InvalidInput as exc:
@@ -169,17 +177,8 @@ def rerun_failed(job: Any, params: dict[str, Any]) -> dict[str, Any]:
     handled of all the jobs' such runs. A paused queue stops it."""
     since = moment(params["since"], "since")
     ids: list[int] = params["jobs"]
-    found = Job.objects.in_bulk(ids)
-    failures: list[str] = []
-    planned: list[tuple[Job, list[int]]] = []
-    _name, user = starter(job)
-    for pk in ids:
-        target = found.get(pk)
-        refused = "no longer exists" if target is None else refusal(user, target)
-        if refused or target is None:
-            failures.append(f"{target or f'job #{pk}'}: {refused}")
-            continue
-        planned.append((target, failed_since(target.pk, since)))
+    targets, failures = permitted_jobs(job, ids)
+    planned = [(target, failed_since(target.pk, since)) for target in targets]
     total = sum(len(runs) for _, runs in planned)
     job.log(f"re-run of the runs that went wrong since {since.isoformat()}: {total} run(s)")
     job.progress(0, total, f"{total} run(s) in {len(planned)} job(s)")

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db.models import Model
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -70,8 +71,17 @@ class HistoryView(TaktApi, APIView):
     its triggers'. The object may have been deleted."""
 
     permission_classes = [IsAuthenticated]  # and the model's view permission, below
+    filter_backends: list[Any] = []  # no filters: limit and offset only (no queryset to filter)
 
-    @extend_schema(operation_id="history", responses=EntrySerializer(many=True))
+    @extend_schema(
+        operation_id="history",
+        parameters=[
+            # Named here: the view has no queryset to read their types from.
+            OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=sorted(KINDS)),
+            OpenApiParameter("object_id", int, OpenApiParameter.PATH),
+        ],
+        responses=EntrySerializer(many=True),
+    )
     def get(self, request: Request, kind: str, object_id: int) -> Response:
         unknown = field_refusals(request.query_params.keys(), QUERY_PARAMETERS)
         if unknown:

@@ -14,12 +14,12 @@ from playwright.sync_api import Page, expect
 from jobs.audit import history_of
 from jobs.models import ConcurrencyGroup, Job, Trigger
 from tests.browser.conftest import OPERATOR
-from tests.browser.pages import job_change_url, times_localized
+from tests.browser.pages import Shot, job_change_url, times_localized
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_trigger_changed_with_a_note_shows_in_the_jobs_history(page: Page) -> None:
+def test_a_trigger_changed_with_a_note_shows_in_the_jobs_history(page: Page, shot: Shot) -> None:
     job = Job.objects.create(name="Nightly export", target="takt.hello_world")
     trigger = Trigger.objects.create(
         job=job, kind="cron", cron_expression="0 3 * * *", timezone="UTC"
@@ -49,6 +49,7 @@ def test_a_trigger_changed_with_a_note_shows_in_the_jobs_history(page: Page) -> 
     expect(change.locator(".takt-after")).to_have_text("30 4 * * *")
     times_localized(page)
     expect(entry.locator("time.takt-time")).to_have_text(re.compile(r"E[SD]T"))
+    shot(page, "audit-history")
 
 
 def test_the_note_and_the_history_speak_german(german_page: Page) -> None:

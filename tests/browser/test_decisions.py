@@ -16,7 +16,7 @@ from jobs.models import Job
 from jobs.services import pause_job
 from runs.decisions import Decision, record
 from tests.browser.conftest import BROWSER_TIME_ZONE
-from tests.browser.pages import cell_texts, job_change_url, times_localized
+from tests.browser.pages import Shot, cell_texts, job_change_url, times_localized
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -53,7 +53,7 @@ def a_job_with_decisions() -> Job:
     return job
 
 
-def test_the_job_editor_lists_its_decisions_in_the_browsers_zone(page: Page) -> None:
+def test_the_job_editor_lists_its_decisions_in_the_browsers_zone(page: Page, shot: Shot) -> None:
     job = a_job_with_decisions()
 
     page.goto(job_change_url(job.pk))
@@ -71,11 +71,12 @@ def test_the_job_editor_lists_its_decisions_in_the_browsers_zone(page: Page) -> 
         f"the job is paused (by admin at {in_new_york(AT)}: vendor outage): its due time"
         f" {in_new_york(AT + 60 * SECOND)} waits until it is resumed"
     )
+    shot(page, "job-editor-decisions", element=panel)
     panel.get_by_role("link", name="All decisions about this job").click()
     expect(page.locator("#result_list tbody tr")).to_have_count(2)
 
 
-def test_the_list_of_every_jobs_decisions_filters_by_kind(page: Page) -> None:
+def test_the_list_of_every_jobs_decisions_filters_by_kind(page: Page, shot: Shot) -> None:
     a_job_with_decisions()
 
     page.goto(LIST_URL)
@@ -90,3 +91,4 @@ def test_the_list_of_every_jobs_decisions_filters_by_kind(page: Page) -> None:
         [in_new_york(AT + 61 * SECOND), "not_due", "Import"],
         [in_new_york(AT + 60 * SECOND), "not_due", "Nightly report"],
     ]
+    shot(page, "decision-list")
