@@ -35,19 +35,24 @@ CLAIMED = (RunTrigger.SCHEDULE, RunTrigger.CATCHUP)
 
 
 def release_on_start(run: Run, *, started_at: datetime) -> None:
-    """The run started: a `from_start` trigger waiting for it fires next at
-    started_at + N."""
+    """The run started (admitted: runs/starting.admit_start, not merely
+    claimed: a claimed run put back to wait for a slot or the queue has not
+    started): a `from_start` trigger waiting for it fires next at
+    started_at + N. Found by the model's deep run: the claim moved it, and a
+    run put back to wait for its group's slot let the trigger fire again."""
     _release(run, {core.IntervalAnchor.FROM_START: started_at})
 
 
 def release_on_end(run: Run, *, finished_at: datetime) -> None:
     """The run ended (in any status): a `from_finish` trigger waiting for it
-    fires next at finished_at + N; a `from_start` one too when the run never
-    started (cancelled or refused while queued, skipped at its start)."""
-    at_by_anchor = {core.IntervalAnchor.FROM_FINISH: finished_at}
-    if run.started_at is None:
-        at_by_anchor[core.IntervalAnchor.FROM_START] = finished_at
-    _release(run, at_by_anchor)
+    fires next at finished_at + N; a `from_start` one too when its start did
+    not set it (it never started: cancelled or refused while queued,
+    skipped at its start; or its worker died between its claim and its
+    admission). A trigger its start set no longer waits for it: nothing."""
+    _release(
+        run,
+        {core.IntervalAnchor.FROM_FINISH: finished_at, core.IntervalAnchor.FROM_START: finished_at},
+    )
 
 
 def _release(run: Run, at_by_anchor: dict[core.IntervalAnchor, datetime]) -> None:

@@ -27,7 +27,6 @@ from jobs.policies import INTERNAL_TARGETS
 from jobs.specs import allowed_in_maintenance
 from jobs.validation import check_params_size
 from runs import decisions
-from runs.anchored import release_on_start
 from runs.clock import now as shared_now
 from runs.core.admission import Admission, Decision
 from runs.core.messages import MAINTENANCE_REFUSAL
@@ -320,15 +319,14 @@ def _enqueue_once(
 
 
 def start_run(run: Run, *, worker: str, now: datetime) -> bool:
-    """queued → running, and interval triggers anchored on the run's start
-    move, in one transaction. False when another delivery (or a cancel) got
-    there first: the caller must then do nothing at all."""
-    with atomic_if(waits_for_runs(run)):
-        changes = {"status": RunStatus.RUNNING, "started_at": now, "worker": worker[:255]}
-        if not cas_update(run.pk, expected_status=RunStatus.QUEUED, changes=changes):
-            return False
-        if waits_for_runs(run):
-            release_on_start(run, started_at=now)
+    """queued → running (the worker's claim). False when another delivery
+    (or a cancel) got there first: the caller must then do nothing at all.
+    An interval anchored on the run's start moves only once the run is
+    admitted (runs/starting.admit_start): a claimed run may still be put
+    back to wait for a slot or the queue, and has not started then."""
+    changes = {"status": RunStatus.RUNNING, "started_at": now, "worker": worker[:255]}
+    if not cas_update(run.pk, expected_status=RunStatus.QUEUED, changes=changes):
+        return False
     run.status, run.started_at, run.worker = RunStatus.RUNNING, now, worker[:255]
     return True
 

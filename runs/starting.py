@@ -34,6 +34,7 @@ from jobs.core.rules import OverlapRules
 from jobs.models import ConcurrencyGroup
 from jobs.specs import allowed_in_maintenance
 from jobs.variables import PENDING
+from runs.anchored import release_on_start
 from runs.children import start_children
 from runs.core.admission import StartAction, compute_start_action
 from runs.core.messages import MAINTENANCE_REFUSAL
@@ -45,6 +46,7 @@ from runs.metrics import count_lock_wait
 from runs.models import Run, RunStatus, RunTrigger
 from runs.outage import retry_through_outage
 from runs.overlap import cancel_active_runs, hold_run, release_next_held, revoke_after_commit
+from runs.services import waits_for_runs
 from runs.slots import (
     BUSY,
     CANCELLED_RUN,
@@ -104,6 +106,8 @@ def admit_start(
         record([entry])
     if job.result_variable_id is not None:
         write_result(run, PENDING, now=now)
+    if waits_for_runs(run):  # it has started: an interval anchored on its start moves
+        release_on_start(run, started_at=run.started_at or now)
     return lock, RunStatus.RUNNING
 
 

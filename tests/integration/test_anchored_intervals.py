@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import ResultVariable
+from runs.anchored import release_on_start
 from runs.decisions import query
 from runs.dispatch import claim_due_runs
 from runs.ending import finish_run
@@ -28,6 +29,15 @@ ANCHORS = ["from_start", "from_finish"]
 
 
 tick = beat_tick
+
+
+def started(run, *, now):
+    """The worker's claim, then its admission (runs/starting.admit_start),
+    which moves an interval anchored on the run's start."""
+    if not start_run(run, worker="w", now=now):
+        return False
+    release_on_start(run, started_at=now)
+    return True
 
 
 def interval(job, anchor):
@@ -83,7 +93,7 @@ def test_a_fire_time_skipped_behind_another_run_fires_again_an_interval_later(
     job = make_job("report")
     trigger = interval(job, anchor)
     manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0)
-    assert start_run(manual, worker="w", now=T0 + 30 * SECOND)
+    assert started(manual, now=T0 + 30 * SECOND)
     # its live worker holds the job's lock: the lost-run check leaves it be
     lock = job_lock(job.pk, run_id=manual.pk, ttl_s=600)
     assert lock.acquire()
@@ -142,7 +152,7 @@ def test_an_earlier_run_ending_leaves_a_from_start_trigger_waiting_for_its_own_r
     job = make_job("report", overlap_policy="buffer_one")
     trigger = interval(job, "from_start")
     manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0 + 50 * SECOND)
-    assert start_run(manual, worker="w", now=T0 + 50 * SECOND)  # before the claim
+    assert started(manual, now=T0 + 50 * SECOND)  # before the claim
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + 60 * SECOND  # the start moved it (as before)
 
@@ -153,7 +163,7 @@ def test_an_earlier_run_ending_leaves_a_from_start_trigger_waiting_for_its_own_r
 
     trigger.refresh_from_db()
     assert trigger.next_run_at is None  # still waits for its own run's start
-    assert start_run(waiting, worker="w", now=T0 + 100 * SECOND)
+    assert started(waiting, now=T0 + 100 * SECOND)
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + 160 * SECOND
 
@@ -204,7 +214,7 @@ def test_a_fire_time_whose_run_waits_to_start_is_left_for_that_run_to_set(
 
     trigger.refresh_from_db()
     assert job.runs.count() == 1 and trigger.next_run_at is None  # the queued run sets it
-    assert start_run(existing, worker="w", now=T0 + 70 * SECOND)
+    assert started(existing, now=T0 + 70 * SECOND)
     assert finish_run(existing, status=RunStatus.SUCCEEDED, now=T0 + 80 * SECOND)
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + (130 if anchor == "from_start" else 140) * SECOND
@@ -244,12 +254,12 @@ def test_a_manual_run_starting_and_ending_leaves_the_trigger_waiting_for_its_own
     own = job.runs.get(trigger=RunTrigger.SCHEDULE)
     manual = create_run(job, trigger=RunTrigger.MANUAL, now=T0 + 61 * SECOND)
 
-    assert start_run(manual, worker="w", now=T0 + 62 * SECOND)
+    assert started(manual, now=T0 + 62 * SECOND)
     assert finish_run(manual, status=RunStatus.SUCCEEDED, now=T0 + 63 * SECOND)
 
     trigger.refresh_from_db()
     assert trigger.next_run_at is None, "a manual run moved the trigger"
-    assert start_run(Run.objects.get(pk=own.pk), worker="w", now=T0 + 70 * SECOND)
+    assert started(Run.objects.get(pk=own.pk), now=T0 + 70 * SECOND)
     assert finish_run(own, status=RunStatus.SUCCEEDED, now=T0 + 80 * SECOND)
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + (130 if anchor == "from_start" else 140) * SECOND
@@ -270,12 +280,12 @@ def test_a_run_claimed_before_an_edit_does_not_move_the_trigger_waiting_for_a_la
     tick(T0 + 65 * SECOND)
     second = job.runs.get(scheduled_for=T0 + 65 * SECOND)
 
-    assert start_run(Run.objects.get(pk=first.pk), worker="w", now=T0 + 70 * SECOND)
+    assert started(Run.objects.get(pk=first.pk), now=T0 + 70 * SECOND)
     assert finish_run(first, status=RunStatus.SUCCEEDED, now=T0 + 75 * SECOND)
 
     trigger.refresh_from_db()
     assert trigger.next_run_at is None, "the earlier run moved the trigger"
-    assert start_run(Run.objects.get(pk=second.pk), worker="w", now=T0 + 80 * SECOND)
+    assert started(Run.objects.get(pk=second.pk), now=T0 + 80 * SECOND)
     assert finish_run(second, status=RunStatus.SUCCEEDED, now=T0 + 90 * SECOND)
     trigger.refresh_from_db()
     assert trigger.next_run_at == T0 + (140 if anchor == "from_start" else 150) * SECOND

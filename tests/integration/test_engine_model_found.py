@@ -89,3 +89,84 @@ def test_switching_maintenance_off_after_the_lock_file_went_ends_it(state: Any) 
     state.lock_file(action="delete", then_tick=True)  # the switch is on: no report
     state.maintenance(on=False)
     state.check_everything()
+
+
+def test_a_run_put_back_to_wait_for_its_groups_slot_does_not_move_its_trigger(state: Any) -> None:
+    """Found by the deep profile (2,000 sequences): a from_start trigger's
+    run, claimed by a worker and put back to wait for its group's slot, had
+    moved the trigger at its claim as if it had started; the trigger fired
+    again 25 minutes later and its run (cancel_other) replaced the one that
+    never ran. A run moves it when it is admitted (runs/starting.py)."""
+    state.set_up(
+        start="before spring DST",
+        missed="run_all",
+        concurrency="one group",
+        overlap="cancel_other",
+        jitter_s=0,
+        condition="none",
+        retries=0,
+        pick="latest",
+        schedules=["25 min after the start", "cron hourly"],
+        max_runs=None,
+    )
+    state.check_everything()
+    state.worker_runs_the_next_run(code=2, outcome="succeed", seconds=0)
+    state.check_everything()
+    state.two_workers_at_once(code=0, outcome="succeed")
+    state.check_everything()
+    state.worker_runs_the_next_run(code=0, outcome="succeed", seconds=700)
+    state.check_everything()
+    state.worker_runs_the_next_run(code=1, outcome="time out", seconds=20)
+    state.check_everything()
+    state.tick_at_the_next_fire_time(late_s=1)
+    state.check_everything()
+    state.two_workers_at_once(code=0, outcome="fail")
+    state.check_everything()
+    state.tick_at_the_next_fire_time(late_s=1)
+    state.check_everything()
+    state.two_workers_at_once(code=1, outcome="fail")
+    state.check_everything()
+    state.tick_later(seconds=1)
+    state.check_everything()
+    state.queue_pause(paused=False)
+    state.check_everything()
+    state.two_workers_at_once(code=1, outcome="fail")
+    state.check_everything()
+    state.queue_pause(paused=True)
+    state.check_everything()
+    state.edit_trigger(schedule="once in 50 min", which=1)
+    state.check_everything()
+    state.two_workers_at_once(code=0, outcome="fail")
+    state.check_everything()
+    state.maintenance(on=False)
+    state.check_everything()
+    state.tick_at_the_next_fire_time(late_s=60)
+    state.check_everything()
+    state.worker_runs_the_next_run(code=1, outcome="fail", seconds=700)
+    state.check_everything()
+    state.tick_later(seconds=600)
+    state.check_everything()
+    state.two_workers_at_once(code=1, outcome="succeed")
+    state.check_everything()
+    state.two_workers_at_once(code=0, outcome="fail")
+    state.check_everything()
+    state.two_workers_at_once(code=1, outcome="succeed")
+    state.check_everything()
+    state.maintenance(on=False)
+    state.check_everything()
+    state.tick_later(seconds=3600)
+    state.check_everything()
+    state.queue_pause(paused=False)
+    state.check_everything()
+    state.tick_later(seconds=3600)
+    state.check_everything()
+    state.tick_at_the_next_fire_time(late_s=59)
+    state.check_everything()
+    state.tick_later(seconds=1500)
+    state.check_everything()
+    state.tick_at_the_next_fire_time(late_s=60)
+    state.check_everything()
+    state.two_workers_at_once(code=0, outcome="succeed")
+    state.check_everything()
+    state.tick_later(seconds=3600)
+    state.check_everything()

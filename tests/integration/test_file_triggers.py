@@ -434,5 +434,8 @@ def test_a_run_file_for_a_parent_of_a_command_job_needs_run_programs(run_folder,
     assert "needs run_programs" in (run_folder / f"Takt{parent.pk}.RUN.error").read_text()
     with override_settings(TAKT_RUN_FILES_MAY_START=["run_programs"]):
         (run_folder / f"Takt{parent.pk}.RUN").write_text("again")
+        # Its events handed over before the clock moves (CI: the modify
+        # arrived after the settle time had passed, and no run was made).
+        delivered(watcher, run_folder / f"Takt{parent.pk}.RUN")
         settle(watcher, clock)
     assert Run.objects.get(job=parent).status == RunStatus.QUEUED
