@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -329,12 +329,6 @@ def start_run(run: Run, *, worker: str, now: datetime) -> bool:
         return False
     run.status, run.started_at, run.worker = RunStatus.RUNNING, now, worker[:255]
     return True
-
-
-def atomic_if(needed: bool) -> AbstractContextManager[Any]:
-    """A transaction where a second write must go with the first; a lone
-    UPDATE is atomic by itself and saves the COMMIT round trip."""
-    return transaction.atomic() if needed else nullcontext()
 
 
 def waits_for_runs(run: Run) -> bool:

@@ -140,7 +140,8 @@ def _start_statement(vendor: str) -> str:
 def start_plain_run(run_id: int, *, worker: str, now: datetime) -> Run | None:
     """On PostgreSQL: queued → running in one statement that also returns
     the run with its job, for a run whose job has no triggers anchored on
-    its runs (nothing else to move in the same transaction). None when this
+    its runs (the run it returns says so, and its admission then moves no
+    trigger: runs/starting.admit_start). None when this
     does not apply: another database, an anchored job, or a run that is not
     queued or not there; the caller then takes the general path (load_run,
     then services.start_run), which also says which case it was."""

@@ -12,7 +12,8 @@ change a job needing a capability the user lacks (a script job, a
 command job …; jobs.capabilities) is refused naming the field.
 
 `start_operation_view` is what the job admin's actions call to start an
-operation (runs.operations.start_operation) and show its run's page.
+operation (runs.operations.start_operation) and show its run's page;
+`operation_form` the page such an action asks its values on first.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -182,3 +185,30 @@ def import_urls(modeladmin: admin.ModelAdmin[Any]) -> list[URLPattern]:
     ``admin:takt_jobs_job_import``."""
     view = modeladmin.admin_site.admin_view(lambda request: import_view(modeladmin, request))
     return [path("import/", view, name="takt_jobs_job_import")]
+
+
+def operation_form(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    form: forms.Form,
+    *,
+    action: str,
+    title: str,
+    intro: str,
+    submit: str,
+) -> HttpResponse:
+    """The page an action that starts an operation asks its values on: the
+    selected jobs, the form, the submit button (admin/takt_jobs/job/operation_form.html)."""
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title,
+        "intro": intro,
+        "submit": submit,
+        "action": action,
+        "opts": modeladmin.model._meta,
+        "jobs": queryset,
+        "form": form,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/takt_jobs/job/operation_form.html", context)

@@ -40,7 +40,12 @@ from jobs.admin.display import (
     times_in_text,
 )
 from jobs.admin.history import AuditedAdmin
-from jobs.admin.imports import INLINE_RUN_NOW_MAX, import_urls, start_operation_view
+from jobs.admin.imports import (
+    INLINE_RUN_NOW_MAX,
+    import_urls,
+    operation_form,
+    start_operation_view,
+)
 from jobs.admin.job_list import JobChangeList, with_page_relations
 from jobs.admin.lookups import refuse_regex_lookups
 from jobs.admin.panels import (
@@ -57,7 +62,7 @@ from jobs.admin.panels import (
     titled,
 )
 from jobs.admin.queue import QueueStateAdmin  # noqa: F401  (registers the queue page)
-from jobs.admin.reruns import RerunFailedAction, operation_form
+from jobs.admin.reruns import RerunFailedAction
 from jobs.admin.scripts import ScriptAdmin, script_fieldsets, script_summary
 from jobs.admin.timeline import timeline_urls
 from jobs.admin.triggers import TriggerInline

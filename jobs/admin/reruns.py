@@ -9,15 +9,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from jobs.admin.imports import start_operation_view
+from jobs.admin.imports import operation_form, start_operation_view
 from jobs.input_zone import ZonedDateTimeInput, typed_text
 from jobs.models import Job
 
@@ -75,30 +73,3 @@ class RerunFailedAction:
             ),
             submit=_("Re-run"),
         )
-
-
-def operation_form(
-    modeladmin: admin.ModelAdmin[Any],
-    request: HttpRequest,
-    queryset: QuerySet[Job],
-    form: forms.Form,
-    *,
-    action: str,
-    title: str,
-    intro: str,
-    submit: str,
-) -> HttpResponse:
-    """The page an action that starts an operation asks its values on: the
-    selected jobs, the form, the submit button (admin/takt_jobs/job/operation_form.html)."""
-    context = {
-        **modeladmin.admin_site.each_context(request),
-        "title": title,
-        "intro": intro,
-        "submit": submit,
-        "action": action,
-        "opts": modeladmin.model._meta,
-        "jobs": queryset,
-        "form": form,
-        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-    }
-    return TemplateResponse(request, "admin/takt_jobs/job/operation_form.html", context)
