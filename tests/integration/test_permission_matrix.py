@@ -183,6 +183,7 @@ API_LISTS = {
     "/api/v1/heartbeats": "takt_heartbeats.view_heartbeat",
     "/api/v1/alerts": "takt_heartbeats.view_alert",
     "/api/v1/queue": "takt_jobs.view_queuestate",
+    "/api/v1/decisions": "takt_runs.view_schedulerdecision",
 }
 
 
